@@ -1,0 +1,220 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { AddressInfo } from 'node:net';
+import { DataSource } from 'typeorm';
+import { Clock, systemClock } from './clock';
+import { Config } from './config';
+import { createDataSource, DataSourceOptions } from './db/data-source';
+import { EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded';
+import { contextFactory } from './graphql/build-context';
+import { createEventBus, PubSub, topicCodecs } from './graphql/pubsub';
+import { EventBus } from './bus/event-bus';
+import { PgTransport } from './bus/pg-transport';
+import { RedisTransport } from './bus/redis-transport';
+import { buildGatewaySchema } from './graphql/schema';
+import { createHttpServer, HttpServer } from './http/server';
+import { Jobs } from './jobs/jobs';
+import { createLogger, Logger } from './log';
+import { Metrics } from './metrics';
+import { Runtime } from './runtime/runtime.port';
+import { SimulatedRuntime } from './runtime/simulated.runtime';
+import { SecretBox } from './secrets';
+import Stripe from 'stripe';
+import { SandboxProvider, StripeProvider } from './modules/billing/payment-provider';
+import { createServices, Services } from './services';
+
+export interface BuildOptions {
+  clock?: Clock;
+  /** Replaces the simulated runtime. */
+  runtime?: (ds: DataSource) => Runtime;
+  logger?: Logger;
+  db?: DataSourceOptions;
+}
+
+export interface Gateway {
+  /** Connects the database, migrates, and listens; resolves with the base URL. */
+  start(port?: number): Promise<string>;
+  /** Graceful: subscriptions close, in-flight requests finish, jobs stop, then the database. */
+  stop(): Promise<void>;
+  readonly url: string;
+  readonly services: Services;
+  readonly ds: DataSource;
+  readonly pubsub: PubSub;
+  readonly log: Logger;
+}
+
+/** A secret kept in the data dir (mode 0600), made by `make` the first time. */
+function dataDirSecret(config: Config, name: string, make: () => string): string {
+  const file = path.join(config.dataDir, name);
+  if (!existsSync(file)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(file, make() + '\n', { mode: 0o600, flag: 'wx' });
+  }
+  chmodSync(file, 0o600);
+  return readFileSync(file, 'utf8').trim();
+}
+
+/** The key for secrets at rest: from config, else generated once into the data dir. */
+export function loadEncryptionKey(config: Config): Buffer {
+  return config.encryptionKey ?? Buffer.from(dataDirSecret(config, 'encryption.key', () => randomBytes(32).toString('base64')), 'base64');
+}
+
+/** Stripe when it is configured, else the built-in sandbox; both verified with the same secret. */
+function paymentProvider(config: Config, baseUrl: () => string) {
+  const webhookSecret =
+    config.stripe.webhookSecret ?? dataDirSecret(config, 'stripe-webhook.secret', () => `whsec_${randomBytes(24).toString('base64')}`);
+  const api = config.stripe.apiBase ? new URL(config.stripe.apiBase) : null;
+  const stripe = new Stripe(config.stripe.secretKey ?? 'sk_test_sandbox_unused', {
+    timeout: config.stripeTimeoutMs, // the SDK's own default is 80 s
+    ...(api ? { host: api.hostname, port: Number(api.port), protocol: api.protocol.replace(':', '') as 'http' | 'https' } : {}),
+  });
+  const provider = config.stripe.secretKey ? new StripeProvider(stripe, config.stripe.priceId!) : new SandboxProvider(baseUrl);
+  return { provider, stripe, webhookSecret };
+}
+
+/** Connects to DATABASE_URL, or starts the embedded PostgreSQL; then runs pending migrations. */
+export async function openDatabase(config: Config, log: Logger, opts?: DataSourceOptions): Promise<{ ds: DataSource; embedded: EmbeddedPostgres | null }> {
+  const embedded = config.databaseUrl ? null : await startEmbeddedPostgres(config.dataDir, (m) => log.info(m));
+  const ds = createDataSource(config.databaseUrl ?? embedded!.url, { statementTimeoutMs: config.dbStatementTimeoutMs, ...opts });
+  try {
+    await ds.initialize();
+    await ds.runMigrations({ transaction: 'each' });
+  } catch (err) {
+    if (ds.isInitialized) await ds.destroy();
+    await embedded?.stop();
+    throw err;
+  }
+  return { ds, embedded };
+}
+
+export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
+  const log = opts.logger ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? systemClock;
+  // Shared with the other gateways on this database once started (src/bus).
+  const busError = (err: unknown) => log.warn({ err }, 'event bus');
+  const bus = new EventBus(topicCodecs, busError);
+  const pubsub = createEventBus(bus, config.subscriptionMaxPending);
+  const metrics = new Metrics({}, (err) => log.warn({ err }, 'metrics collection failed'));
+  let ds: DataSource | null = null;
+  let embedded: EmbeddedPostgres | null = null;
+  let services: Services | null = null;
+  let http: HttpServer | null = null;
+  let jobs: Jobs | null = null;
+  let url = '';
+
+  const need = <T>(v: T | null, what: string): T => {
+    if (v === null) throw new Error(`gateway not started: ${what} unavailable`);
+    return v;
+  };
+
+  return {
+    get url() {
+      return url;
+    },
+    get services() {
+      return need(services, 'services');
+    },
+    get ds() {
+      return need(ds, 'database');
+    },
+    pubsub,
+    log,
+
+    async start(port = config.port) {
+      ({ ds, embedded } = await openDatabase(config, log, opts.db));
+      const box = new SecretBox(loadEncryptionKey(config));
+      const onError = (err: unknown) => log.error({ err }, 'background task failed');
+      const channel = config.eventsChannel;
+      await bus.connect(
+        config.redisUrl
+          ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })
+          : new PgTransport(ds, { url: config.databaseUrl ?? embedded!.url, channel, onError: busError }),
+      );
+      const runtime = opts.runtime
+        ? opts.runtime(ds)
+        : new SimulatedRuntime(ds, { buildMs: config.simBuildMs, runtimeLogMs: config.simRuntimeLogMs, sleepAfterMs: config.simSleepAfterMs, commandMs: config.simCommandMs });
+      const baseUrl = () => config.publicUrl ?? url;
+      services = createServices({
+        ds,
+        clock,
+        pubsub,
+        box,
+        runtime,
+        appsDomain: config.appsDomain,
+        previewTtlMs: config.previewTtlMs,
+        allowances: config.energy,
+        payments: paymentProvider(config, baseUrl),
+        baseUrl,
+        crons: { missedAfterMs: config.cronMissedAfterMs, runTimeoutMs: config.cronRunTimeoutMs },
+        webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined },
+        onError,
+        metrics,
+        leaseMs: config.leaseMs,
+      });
+      const schema = buildGatewaySchema(pubsub);
+      const db = ds;
+      http = await createHttpServer({
+        schema,
+        buildContext: contextFactory({ services, ds, clock }),
+        log,
+        keepAliveMs: config.keepAliveMs,
+        billing: services.billing,
+        selfUrl: () => url,
+        ready: async () => (await db.query('SELECT 1')).length === 1,
+        metrics,
+        limits: {
+          bodyLimitBytes: config.bodyLimitBytes,
+          operations: config.graphqlLimits,
+          wsMaxSubscriptions: config.wsMaxSubscriptions,
+          rateLimit: { perMin: config.rateLimit.perMin, anonPerMin: config.rateLimit.anonPerMin, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
+        },
+      });
+      await services.deployments.start();
+      await services.previews.reclaimOrphans();
+      if (config.webhooks.worker && !config.jobs) {
+        // Without pg-boss this gateway delivers in-process.
+        const webhooks = services.webhooks;
+        webhooks.wake = (delayMs = 0) => void setTimeout(() => void webhooks.deliverDue().catch(onError), delayMs).unref();
+      }
+      services.crons.start(config.cronTickMs);
+      if (config.jobs) {
+        jobs = new Jobs(config.databaseUrl ?? embedded!.url, log, metrics);
+        const deployments = services.deployments;
+        const { volumes, previews, energy, webhooks } = services;
+        await jobs.start([
+          { name: 'deployments-reclaim', cron: '* * * * *', handler: () => deployments.supervisor.reclaimOrphans() },
+          { name: 'volumes-erase', cron: '* * * * *', handler: () => volumes.eraseExpired() },
+          { name: 'previews-expire', cron: '* * * * *', handler: () => previews.expire() },
+          { name: 'previews-reclaim', cron: '* * * * *', handler: () => previews.reclaimOrphans() },
+          { name: 'energy-meter', cron: '* * * * *', handler: () => energy.meter() },
+          ...(config.webhooks.worker
+            ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }]
+            : []),
+        ]);
+        const queue = jobs;
+        webhooks.wake = (delayMs = 0) => void queue.send('webhooks-deliver', delayMs).catch(onError);
+      }
+      if (config.webhooks.worker) services.webhooks.wake(); // what a crashed gateway left in the outbox
+      await http.app.listen({ port, host: config.host });
+      const address = http.app.server.address() as AddressInfo;
+      url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${address.port}`;
+      return url;
+    },
+
+    async stop() {
+      await http?.close();
+      await services?.deployments.stop();
+      await services?.previews.stop();
+      await services?.crons.stop();
+      await services?.webhooks.stop();
+      await jobs?.stop(config.shutdownGraceMs);
+      await bus.close();
+      if (ds?.isInitialized) await ds.destroy();
+      await embedded?.stop();
+      http = null;
+      jobs = null;
+    },
+  };
+}

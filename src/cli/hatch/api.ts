@@ -1,0 +1,206 @@
+/**
+ * The gateway as the CLI sees it: typed operations from src/client/generated.ts, sent over
+ * GraphQL HTTP (queries, mutations) and graphql-ws (subscriptions, with reconnect-and-resume).
+ */
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print } from 'graphql';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+export interface ServerError {
+  message: string;
+  code?: string;
+  fields: FieldProblem[];
+}
+
+/** The server answered with GraphQL errors (or refused the token). */
+export class ApiError extends Error {
+  constructor(readonly errors: ServerError[]) {
+    super(errors.map((e) => e.message).join('; ') || 'request failed');
+  }
+  get code(): string | undefined {
+    return this.errors[0]?.code;
+  }
+}
+
+/** The gateway could not be reached, or answered with something that is not GraphQL. */
+export class TransportError extends Error {}
+
+interface RawError {
+  message?: unknown;
+  extensions?: { code?: unknown; errors?: unknown };
+}
+
+function toServerErrors(raw: unknown): ServerError[] {
+  if (!Array.isArray(raw)) return [{ message: 'unexpected error', fields: [] }];
+  return raw.map((e: RawError) => {
+    const fields = Array.isArray(e?.extensions?.errors)
+      ? (e.extensions.errors as Array<Record<string, unknown>>)
+          .filter((f) => f && typeof f.field === 'string')
+          .map((f) => ({ field: String(f.field), message: String(f.message ?? '') }))
+      : [];
+    return {
+      message: typeof e?.message === 'string' ? e.message : 'unexpected error',
+      code: typeof e?.extensions?.code === 'string' ? e.extensions.code : undefined,
+      fields,
+    };
+  });
+}
+
+const USER_AGENT = 'hatch-cli/0.1';
+
+/** Close codes after which a new connection may succeed: drops, restarts, keep-alive timeouts. */
+const RETRYABLE_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1011, 1012, 1013, 1014, 4408, 4499]);
+
+const MAX_CONSECUTIVE_FAILURES = 12;
+
+export interface StreamOptions<TData, TItem> {
+  /** The item a `next` payload carries, or null to skip it. */
+  pick(data: TData): TItem | null;
+  /** Items at or below the last one seen are dropped: what makes a resumed stream exact. */
+  seq?(item: TItem): number;
+  onItem(item: TItem): void;
+  /** Ends the stream after this item (for streams the server keeps open). */
+  until?(item: TItem): boolean;
+  /** Told about drops and reconnects (for stderr). */
+  onNotice?(message: string): void;
+}
+
+export class HatchApi {
+  constructor(
+    readonly apiUrl: string,
+    readonly token: string | null,
+  ) {}
+
+  get graphqlUrl(): string {
+    return `${this.apiUrl}/graphql`;
+  }
+
+  get wsUrl(): string {
+    return this.graphqlUrl.replace(/^http/, 'ws');
+  }
+
+  async request<TData, TVars>(document: TypedDocumentNode<TData, TVars>, variables: TVars): Promise<TData> {
+    let res: Response;
+    try {
+      res = await fetch(this.graphqlUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json, application/json',
+          'user-agent': USER_AGENT,
+          ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+        },
+        body: JSON.stringify({ query: print(document), variables }),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      throw new TransportError(`cannot reach ${this.apiUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    }
+    const text = await res.text();
+    let body: { data?: TData | null; errors?: unknown };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new TransportError(`${this.graphqlUrl} answered HTTP ${res.status} without a GraphQL response; is --api-url right?`);
+    }
+    if (body.errors) throw new ApiError(toServerErrors(body.errors));
+    if (!body.data) throw new TransportError(`${this.graphqlUrl} answered HTTP ${res.status} without data`);
+    return body.data;
+  }
+
+  /**
+   * Runs a subscription until the server completes it, and survives dropped connections: after a
+   * drop it connects again and subscribes with the same variables, and `seq` drops what was
+   * already delivered, so the caller sees every item once, in order. Server errors and a refused
+   * token end it with an ApiError; too many failed connects in a row with a TransportError.
+   */
+  async stream<TData, TVars extends Record<string, unknown>, TItem>(
+    document: TypedDocumentNode<TData, TVars>,
+    variables: TVars,
+    opts: StreamOptions<TData, TItem>,
+  ): Promise<void> {
+    let lastSeq = -Infinity;
+    let failures = 0;
+    let everConnected = false;
+    for (;;) {
+      let connected = false;
+      const client = createClient({
+        url: this.wsUrl,
+        webSocketImpl: class extends WebSocket {
+          constructor(address: string, protocols?: string | string[]) {
+            super(address, protocols, { headers: { 'user-agent': USER_AGENT } });
+          }
+        },
+        connectionParams: this.token ? { authorization: `Bearer ${this.token}` } : {},
+        retryAttempts: 0,
+        lazy: true,
+        on: {
+          connected: () => {
+            connected = everConnected = true;
+            if (failures > 0) opts.onNotice?.('reconnected; resuming the stream');
+            failures = 0;
+          },
+        },
+      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          client.subscribe<TData>(
+            { query: print(document), variables },
+            {
+              next: (value) => {
+                if (value.errors?.length) return reject(new ApiError(toServerErrors(value.errors)));
+                if (!value.data) return;
+                const item = opts.pick(value.data as TData);
+                if (item === null) return;
+                if (opts.seq) {
+                  const seq = opts.seq(item);
+                  if (seq <= lastSeq) return;
+                  lastSeq = seq;
+                }
+                opts.onItem(item);
+                if (opts.until?.(item)) resolve();
+              },
+              error: reject,
+              complete: resolve,
+            },
+          );
+        });
+        return;
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        if (Array.isArray(err)) throw new ApiError(toServerErrors(err));
+        const code = (err as { code?: unknown })?.code;
+        if (typeof code === 'number') {
+          if (code === 4401) throw new ApiError([{ message: 'the token was refused (unauthorized)', code: 'UNAUTHENTICATED', fields: [] }]);
+          if (!RETRYABLE_CLOSE_CODES.has(code)) {
+            const reason = String((err as { reason?: unknown }).reason ?? '');
+            throw new TransportError(`the server closed the stream (code ${code}${reason ? `: ${reason}` : ''})`);
+          }
+        }
+        // A gateway that never answered is an error now; one that dropped us is retried a while.
+        if (!everConnected) throw new TransportError(`cannot open a graphql-ws connection to ${this.wsUrl}: ${typeof code === 'number' ? `code ${code}` : describe(err)}`);
+        if (!connected) failures++;
+        else failures = 1;
+        if (failures > MAX_CONSECUTIVE_FAILURES) throw new TransportError(`lost the connection to ${this.apiUrl} and could not reconnect`);
+        const waitMs = Math.min(5000, 250 * 2 ** (failures - 1));
+        const why = typeof code === 'number' ? `code ${code}` : describe(err);
+        opts.onNotice?.(`connection lost (${why}); reconnecting in ${(waitMs / 1000).toFixed(1)}s`);
+        await new Promise((r) => setTimeout(r, waitMs));
+      } finally {
+        void client.dispose();
+      }
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return (err as NodeJS.ErrnoException).code ?? err.message;
+  const e = err as { message?: unknown; type?: unknown };
+  return String(e?.message ?? e?.type ?? 'connection error');
+}

@@ -1,0 +1,190 @@
+import path from 'node:path';
+
+/** Every setting the gateway reads. This module is the only reader of process.env. */
+export interface Config {
+  port: number;
+  host: string;
+  /** null: start an embedded PostgreSQL in `dataDir`. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** 32-byte key for secrets at rest; null: generated into the data dir on first start. */
+  encryptionKey: Buffer | null;
+  appsDomain: string;
+  simBuildMs: number;
+  previewTtlMs: number;
+  simRuntimeLogMs: number;
+  /** 0: simulated eggs never sleep. */
+  simSleepAfterMs: number;
+  simCommandMs: number;
+  /** How often the cron scheduler looks for due crons; 0: never by itself (tests tick it). */
+  cronTickMs: number;
+  /** Events one subscriber may fall behind by before its stream ends with LIMIT_EXCEEDED. */
+  subscriptionMaxPending: number;
+  webhooks: {
+    allowHosts: string[];
+    timeoutMs: number;
+    retryScheduleMs: number[];
+    disableAfter: number;
+    /** PEM file of an extra CA to trust for receivers (operators' internal CAs, tests). */
+    caFile: string | null;
+    /** Whether this gateway sends deliveries (off: leaves them to the others). */
+    worker: boolean;
+  };
+  cronMissedAfterMs: number;
+  cronRunTimeoutMs: number;
+  jobs: boolean;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  shutdownGraceMs: number;
+  /** Where users reach this gateway (sandbox checkout pages); null: the address it listens on. */
+  publicUrl: string | null;
+  energy: {
+    free: { daily: number; weekly: number };
+    always_on: { daily: number; weekly: number };
+  };
+  stripe: {
+    secretKey: string | null;
+    priceId: string | null;
+    /** null: generated into the data dir (sandbox only). */
+    webhookSecret: string | null;
+    /** For tests against a local Stripe-compatible server: `http://127.0.0.1:12111`. */
+    apiBase: string | null;
+  };
+  keepAliveMs: number;
+  /** Redis for state shared by every gateway (rate limits); null: each gateway keeps its own. */
+  redisUrl: string | null;
+  /** Prefix of every Redis key this deployment uses, so several can share one Redis. */
+  redisPrefix: string;
+  /** Abuse limits on GraphQL operations, whatever the transport (HTTP, graphql-ws, REST's own at start). */
+  graphqlLimits: { maxDepth: number; maxCost: number; maxAliases: number; maxDirectives: number; maxTokens: number };
+  /** Requests per minute: per token, and per client IP for requests without one; 0: unlimited. */
+  rateLimit: { perMin: number; anonPerMin: number };
+  /** Operations running at once on one graphql-ws connection. */
+  wsMaxSubscriptions: number;
+  /** Largest request body (and graphql-ws message), bytes. */
+  bodyLimitBytes: number;
+  /** Longest any SQL statement of the gateway may run. */
+  dbStatementTimeoutMs: number;
+  /** Per Stripe API call. */
+  stripeTimeoutMs: number;
+  /** How long a gateway's claim on a build or a running egg lasts unless renewed (every third of it). */
+  leaseMs: number;
+  /** The channel on which gateways sharing the database share events (NOTIFY; on Redis after `redisPrefix`). */
+  eventsChannel: string;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+/** A list like `5s,5m,2h` (units ms, s, m, h) as milliseconds. */
+function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): number[] {
+  const raw = env[name] || fallback;
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  return raw.split(',').map((part) => {
+    const m = /^\s*(\d+)(ms|s|m|h)\s*$/.exec(part);
+    if (!m) throw new ConfigError(`${name} must be a comma-separated list like 5s,5m,2h; got "${raw}"`);
+    return Number(m[1]) * unit[m[2]];
+  });
+}
+
+function key(env: NodeJS.ProcessEnv): Buffer | null {
+  const raw = env.HATCHERY_ENCRYPTION_KEY;
+  if (!raw) return null;
+  const buf = Buffer.from(raw, 'base64');
+  if (buf.length !== 32) throw new ConfigError('HATCHERY_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
+  return buf;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const config: Config = {
+    port: int(env, 'PORT', 4000, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    databaseUrl: env.DATABASE_URL || null,
+    dataDir: path.resolve(env.HATCHERY_DATA_DIR || '.hatchery'),
+    encryptionKey: key(env),
+    appsDomain: env.HATCHERY_APPS_DOMAIN || 'hatchery.run',
+    simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
+    previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,
+    simRuntimeLogMs: int(env, 'HATCHERY_SIM_RUNTIME_LOG_MS', 5000, 50, 3_600_000),
+    simSleepAfterMs: int(env, 'HATCHERY_SIM_SLEEP_AFTER_MS', 0, 0, 86_400_000),
+    simCommandMs: int(env, 'HATCHERY_SIM_COMMAND_MS', 500, 0, 3_600_000),
+    cronTickMs: int(env, 'HATCHERY_CRON_TICK_MS', 1000, 0, 60_000),
+    subscriptionMaxPending: int(env, 'HATCHERY_SUBSCRIPTION_MAX_PENDING', 10_000, 10, 1_000_000),
+    webhooks: {
+      allowHosts: (env.HATCHERY_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      timeoutMs: int(env, 'HATCHERY_WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+      retryScheduleMs: durations(env, 'HATCHERY_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
+      disableAfter: int(env, 'HATCHERY_WEBHOOK_DISABLE_AFTER', 5, 1, 1000),
+      caFile: env.HATCHERY_WEBHOOK_CA_FILE || null,
+      worker: oneOf(env, 'HATCHERY_WEBHOOK_WORKER', ['on', 'off'] as const, 'on') === 'on',
+    },
+    cronMissedAfterMs: int(env, 'HATCHERY_CRON_MISSED_AFTER_MS', 30_000, 1000, 3_600_000),
+    cronRunTimeoutMs: int(env, 'HATCHERY_CRON_RUN_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
+    jobs: oneOf(env, 'HATCHERY_JOBS', ['on', 'off'] as const, 'on') === 'on',
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+    shutdownGraceMs: int(env, 'HATCHERY_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    keepAliveMs: int(env, 'HATCHERY_WS_KEEPALIVE_MS', 15_000, 1000, 600_000),
+    redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.HATCHERY_REDIS_PREFIX || 'hatchery:',
+    graphqlLimits: {
+      maxDepth: int(env, 'HATCHERY_GRAPHQL_MAX_DEPTH', 12, 1, 1000),
+      maxCost: int(env, 'HATCHERY_GRAPHQL_MAX_COST', 10_000, 1, 100_000_000),
+      maxAliases: int(env, 'HATCHERY_GRAPHQL_MAX_ALIASES', 15, 0, 10_000),
+      maxDirectives: int(env, 'HATCHERY_GRAPHQL_MAX_DIRECTIVES', 20, 0, 10_000),
+      maxTokens: int(env, 'HATCHERY_GRAPHQL_MAX_TOKENS', 1000, 1, 1_000_000),
+    },
+    rateLimit: {
+      perMin: int(env, 'HATCHERY_RATE_LIMIT_PER_MIN', 600, 0, 100_000_000),
+      anonPerMin: int(env, 'HATCHERY_RATE_LIMIT_ANON_PER_MIN', 60, 0, 100_000_000),
+    },
+    wsMaxSubscriptions: int(env, 'HATCHERY_WS_MAX_SUBSCRIPTIONS', 100, 1, 100_000),
+    bodyLimitBytes: int(env, 'HATCHERY_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    dbStatementTimeoutMs: int(env, 'HATCHERY_DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 86_400_000),
+    stripeTimeoutMs: int(env, 'HATCHERY_STRIPE_TIMEOUT_MS', 10_000, 100, 600_000),
+    leaseMs: int(env, 'HATCHERY_LEASE_MS', 30_000, 300, 600_000),
+    eventsChannel: env.HATCHERY_EVENTS_CHANNEL || 'hatchery_events',
+    publicUrl: env.HATCHERY_PUBLIC_URL ? env.HATCHERY_PUBLIC_URL.replace(/\/+$/, '') : null,
+    energy: {
+      free: {
+        daily: int(env, 'HATCHERY_ENERGY_FREE_DAILY', 120, 0, 1_000_000),
+        weekly: int(env, 'HATCHERY_ENERGY_FREE_WEEKLY', 600, 0, 10_000_000),
+      },
+      always_on: {
+        daily: int(env, 'HATCHERY_ENERGY_ALWAYS_ON_DAILY', 1440, 0, 1_000_000),
+        weekly: int(env, 'HATCHERY_ENERGY_ALWAYS_ON_WEEKLY', 5000, 0, 10_000_000),
+      },
+    },
+    stripe: {
+      secretKey: env.STRIPE_SECRET_KEY || null,
+      priceId: env.STRIPE_PRICE_ID || null,
+      webhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
+      apiBase: env.STRIPE_API_BASE || null,
+    },
+  };
+  if (config.cronTickMs > 0 && config.cronMissedAfterMs < 2 * config.cronTickMs) {
+    throw new ConfigError('HATCHERY_CRON_MISSED_AFTER_MS must be at least twice HATCHERY_CRON_TICK_MS, or due times would be missed while running');
+  }
+  if (!/^[A-Za-z0-9_.:-]{1,63}$/.test(config.eventsChannel)) {
+    throw new ConfigError('HATCHERY_EVENTS_CHANNEL must be 1 to 63 letters, digits or _.:-');
+  }
+  if (config.stripe.secretKey && !config.stripe.priceId) throw new ConfigError('STRIPE_SECRET_KEY needs STRIPE_PRICE_ID (the energy pack price)');
+  if (config.stripe.secretKey && !config.stripe.webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY needs STRIPE_WEBHOOK_SECRET');
+  return { ...config, ...overrides };
+}

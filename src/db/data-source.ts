@@ -1,0 +1,38 @@
+import 'reflect-metadata';
+import { DataSource, Logger as OrmLogger } from 'typeorm';
+import { migrations } from '../../migrations';
+import { entities } from '../modules';
+import { SnakeNamingStrategy } from './naming';
+
+export interface DataSourceOptions {
+  /** Sees every SQL statement; tests count statements with it. */
+  onQuery?: (sql: string) => void;
+  poolSize?: number;
+  statementTimeoutMs?: number;
+}
+
+export function createDataSource(url: string, opts: DataSourceOptions = {}): DataSource {
+  const logger: OrmLogger | undefined = opts.onQuery
+    ? {
+        logQuery: (sql) => opts.onQuery!(sql),
+        logQueryError: () => undefined,
+        logQuerySlow: () => undefined,
+        logSchemaBuild: () => undefined,
+        logMigration: () => undefined,
+        log: () => undefined,
+      }
+    : undefined;
+  return new DataSource({
+    type: 'postgres',
+    url,
+    entities,
+    migrations,
+    namingStrategy: new SnakeNamingStrategy(),
+    synchronize: false,
+    migrationsRun: false,
+    migrationsTransactionMode: 'each',
+    logging: opts.onQuery ? ['query'] : false,
+    logger,
+    extra: { max: opts.poolSize ?? 10, statement_timeout: opts.statementTimeoutMs ?? 30_000 },
+  });
+}

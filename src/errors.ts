@@ -1,0 +1,78 @@
+/**
+ * Typed domain errors. Services throw these; graphql/errors.ts maps them to `extensions.code`
+ * and rest/adapter.ts to HTTP statuses, each through one table keyed by `ErrorCode`.
+ */
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'BAD_USER_INPUT'
+  | 'LIMIT_EXCEEDED'
+  | 'RATE_LIMITED'
+  | 'BAD_REQUEST'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'SERVICE_UNAVAILABLE'
+  | 'INTERNAL_SERVER_ERROR';
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export abstract class DomainError extends Error {
+  abstract readonly code: ErrorCode;
+  readonly errors: FieldError[] = [];
+}
+
+export class Unauthenticated extends DomainError {
+  readonly code = 'UNAUTHENTICATED';
+  constructor(message = 'A valid bearer token is required') {
+    super(message);
+  }
+}
+
+export class Forbidden extends DomainError {
+  readonly code = 'FORBIDDEN';
+}
+
+export class NotFound extends DomainError {
+  readonly code = 'NOT_FOUND';
+  constructor(what: string, key: string) {
+    super(`${what} "${key}" not found`);
+  }
+}
+
+export class ValidationFailed extends DomainError {
+  readonly code = 'BAD_USER_INPUT';
+  readonly errors: FieldError[];
+  constructor(errors: FieldError[] | FieldError) {
+    const list = Array.isArray(errors) ? errors : [errors];
+    super(list.map((e) => `${e.field}: ${e.message}`).join('; '));
+    this.errors = list;
+  }
+  static field(field: string, message: string): ValidationFailed {
+    return new ValidationFailed({ field, message });
+  }
+}
+
+export class LimitExceeded extends DomainError {
+  readonly code = 'LIMIT_EXCEEDED';
+  readonly errors: FieldError[];
+  constructor(field: string, message: string) {
+    super(message);
+    this.errors = [{ field, message }];
+  }
+}
+
+export class BadRequest extends DomainError {
+  readonly code = 'BAD_REQUEST';
+}
+
+/** The database (or another service the gateway needs) cannot be reached right now; retrying helps. */
+export class ServiceUnavailable extends DomainError {
+  readonly code = 'SERVICE_UNAVAILABLE';
+  constructor(message = 'The service is temporarily unavailable; retry shortly') {
+    super(message);
+  }
+}

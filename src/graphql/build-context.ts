@@ -1,0 +1,36 @@
+import { DataSource } from 'typeorm';
+import { Clock } from '../clock';
+import { Unauthenticated } from '../errors';
+import { Services } from '../services';
+import { Context } from './context';
+import { createLoaders } from './loaders';
+
+export interface ContextFactory {
+  /** A context for the bearer credentials of a request or connection; throws Unauthenticated. */
+  authenticate(authorization: unknown, requestId: string): Promise<Context>;
+  /** The same caller with fresh loaders, for each operation on a long-lived connection. */
+  renew(ctx: Context): Context;
+}
+
+const BEARER_RE = /^Bearer\s+(\S+)\s*$/i;
+
+/** One way to turn credentials into a Context, for HTTP GraphQL, graphql-ws and REST alike. */
+export function contextFactory(deps: { services: Services; ds: DataSource; clock: Clock }): ContextFactory {
+  return {
+    renew: (ctx) => ({ ...ctx, loaders: createLoaders(deps.ds) }),
+    authenticate: async (authorization, requestId) => {
+    const match = typeof authorization === 'string' ? BEARER_RE.exec(authorization) : null;
+    if (!match) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
+    const auth = await deps.services.accounts.authenticate(match[1]);
+    if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
+    return {
+      services: deps.services,
+      viewer: auth.user,
+      tokenId: auth.tokenId,
+      loaders: createLoaders(deps.ds),
+      clock: deps.clock,
+      requestId,
+    };
+    },
+  };
+}

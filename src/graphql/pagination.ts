@@ -1,0 +1,116 @@
+import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
+import { SelectQueryBuilder } from 'typeorm';
+import { ValidationFailed } from '../errors';
+import { IdPrefix, isId } from '../ids';
+
+@ObjectType({ description: 'Relay page information.' })
+export class PageInfo {
+  @Field(() => Boolean, { description: 'Whether more items follow this page.' })
+  hasNextPage: boolean;
+
+  @Field(() => Boolean, { description: 'Always false: lists page forwards only.' })
+  hasPreviousPage: boolean;
+
+  @Field(() => String, { nullable: true, description: 'Cursor of the first item of the page.' })
+  startCursor: string | null;
+
+  @Field(() => String, { nullable: true, description: 'Cursor of the last item; pass it as `after` for the next page.' })
+  endCursor: string | null;
+}
+
+export interface Edge<T> {
+  node: T;
+  cursor: string;
+}
+
+export interface Page<T> {
+  edges: Edge<T>[];
+  nodes: T[];
+  pageInfo: PageInfo;
+}
+
+/** Builds the `XConnection` and `XEdge` object types for a node type. */
+export function Connection<T extends object>(node: ClassType<T>, name: string) {
+  @ObjectType(`${name}Edge`, { description: `An edge in a ${name} connection.` })
+  class EdgeType {
+    @Field(() => node, { description: 'The item.' })
+    node: T;
+
+    @Field(() => String, { description: 'Opaque cursor of this item.' })
+    cursor: string;
+  }
+
+  @ObjectType(`${name}Connection`, { description: `A page of ${name} items.` })
+  class ConnectionType {
+    @Field(() => [EdgeType], { description: 'The items with their cursors.' })
+    edges: EdgeType[];
+
+    @Field(() => [node], { description: 'The items, without cursors.' })
+    nodes: T[];
+
+    @Field(() => PageInfo, { description: 'Where this page sits in the list.' })
+    pageInfo: PageInfo;
+  }
+  return ConnectionType;
+}
+
+@ArgsType()
+export class PageArgs {
+  @Field(() => Int, { nullable: true, description: 'Page size, 1 to 100; default 20.' })
+  first?: number | null;
+
+  @Field(() => String, { nullable: true, description: 'Cursor after which the page starts (`pageInfo.endCursor`).' })
+  after?: string | null;
+}
+
+export const MAX_PAGE = 100;
+export const DEFAULT_PAGE = 20;
+
+export function pageSize(first: number | null | undefined, max = MAX_PAGE, fallback = DEFAULT_PAGE): number {
+  if (first === null || first === undefined) return fallback;
+  if (!Number.isInteger(first) || first < 1 || first > max) {
+    throw ValidationFailed.field('first', `must be an integer from 1 to ${max}`);
+  }
+  return first;
+}
+
+export function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/** Decodes a cursor and checks it with `valid`; a foreign or mangled cursor is a 422 on `after`. */
+export function decodeCursor(cursor: string | null | undefined, valid: (key: string) => boolean): string | null {
+  if (cursor === null || cursor === undefined) return null;
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!valid(key) || encodeCursor(key) !== cursor) throw ValidationFailed.field('after', 'is not a cursor from this list');
+  return key;
+}
+
+/** Turns `limit + 1` fetched rows into a page. */
+export function toPage<T>(rows: T[], limit: number, key: (row: T) => string): Page<T> {
+  const nodes = rows.slice(0, limit);
+  const edges = nodes.map((node) => ({ node, cursor: encodeCursor(key(node)) }));
+  return {
+    edges,
+    nodes,
+    pageInfo: {
+      hasNextPage: rows.length > limit,
+      hasPreviousPage: false,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}
+
+/** Newest-first paging over time-sortable ids: the shared shape of every id-keyed list. */
+export async function pageByIdDesc<T extends { id: string }>(
+  qb: SelectQueryBuilder<T>,
+  prefix: IdPrefix,
+  args: { first?: number | null; after?: string | null },
+): Promise<Page<T>> {
+  const limit = pageSize(args.first);
+  const after = decodeCursor(args.after, (k) => isId(k, prefix));
+  qb.orderBy(`${qb.alias}.id`, 'DESC').limit(limit + 1);
+  if (after) qb.andWhere(`${qb.alias}.id < :after`, { after });
+  return toPage(await qb.getMany(), limit, (row) => row.id);
+}

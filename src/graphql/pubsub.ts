@@ -1,0 +1,107 @@
+import { setMaxListeners } from 'node:events';
+import { createPubSub } from '@graphql-yoga/subscription';
+import { LimitExceeded } from '../errors';
+import type { TopicCodecs } from '../bus/event-bus';
+import { deploymentCodecs, DeploymentTopics } from '../modules/deployments/deployments.topics';
+
+/** The typed topic map of every module. */
+export type Topics = DeploymentTopics;
+
+/** How each topic's events travel between gateways (see src/bus). */
+export const topicCodecs: TopicCodecs = { ...deploymentCodecs };
+
+/** The yoga pubsub (type-graphql's), plus the EventTarget it runs on, for `listenNow`. */
+export type PubSub = ReturnType<typeof createPubSub<Topics>> & {
+  readonly target: EventTarget;
+  /** How far one subscriber may fall behind before its stream ends. */
+  readonly maxPending: number;
+};
+
+/** In-process unless `target` is a shared bus (an `EventBus` connected to other gateways). */
+export function createEventBus(target: EventTarget = new EventTarget(), maxPending = 10_000): PubSub {
+  // Many subscribers on one deployment are normal, not a leak.
+  setMaxListeners(0, target);
+  return Object.assign(createPubSub<Topics>({ eventTarget: target as never }), { target, maxPending });
+}
+
+/**
+ * Subscribes now, not at the first `next()` (a replay-then-live stream must be listening before
+ * it reads storage), with a bounded queue of its own: a subscriber that stops reading ends its
+ * own stream with LIMIT_EXCEEDED instead of growing memory or failing the publisher.
+ */
+export function listenNow<K extends keyof Topics>(
+  pubsub: PubSub,
+  topic: K,
+  id: Topics[K][0],
+  maxPending = pubsub.maxPending,
+): AsyncIterator<Topics[K][1]> & { close(): Promise<void> } {
+  type Payload = Topics[K][1];
+  const name = `${String(topic)}:${id}`;
+  const queue: Payload[] = [];
+  let waiting: ((r: IteratorResult<Payload>) => void) | null = null;
+  let closed = false;
+  let overflowed = false;
+  const overflow = () =>
+    new LimitExceeded('subscription', `the subscriber fell more than ${maxPending} events behind; subscribe again from its last line`);
+  const listener = (e: Event) => {
+    if (closed || overflowed) return;
+    const detail = (e as CustomEvent<Payload>).detail;
+    if (waiting) {
+      const resolve = waiting;
+      waiting = null;
+      resolve({ value: detail, done: false });
+    } else if (queue.length >= maxPending) {
+      overflowed = true;
+      queue.length = 0;
+      pubsub.target.removeEventListener(name, listener);
+    } else {
+      queue.push(detail);
+    }
+  };
+  pubsub.target.addEventListener(name, listener);
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    pubsub.target.removeEventListener(name, listener);
+    queue.length = 0;
+    waiting?.({ value: undefined, done: true });
+    waiting = null;
+  };
+  return {
+    next() {
+      if (queue.length) return Promise.resolve({ value: queue.shift()!, done: false });
+      if (overflowed) return Promise.reject(overflow());
+      if (closed) return Promise.resolve({ value: undefined, done: true });
+      // A pending next() means an empty queue, so overflow cannot happen while one waits.
+      return new Promise((resolve) => (waiting = resolve));
+    },
+    async return() {
+      await close();
+      return { value: undefined, done: true };
+    },
+    close,
+  };
+}
+
+/**
+ * `stream`, an async generator reading `events`, ended at once when its consumer stops (a client
+ * unsubscribes or disconnects). A generator queues return() behind its pending `events.next()`,
+ * which would hold the subscription and its listener until the next event; closing `events`
+ * first settles that wait.
+ */
+export function endWithConsumer<T>(stream: AsyncGenerator<T, void>, events: { close(): Promise<void> }): AsyncIterableIterator<T> {
+  return {
+    next: () => stream.next(),
+    return: async () => {
+      await events.close();
+      return stream.return(undefined);
+    },
+    throw: async (err?: unknown) => {
+      await events.close();
+      return stream.throw(err);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}

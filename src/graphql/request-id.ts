@@ -1,0 +1,24 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { GraphQLFormattedError } from 'graphql';
+import { Context } from './context';
+
+/**
+ * A masked internal error names the request it happened in (`extensions.requestId`, the same id
+ * as REST's `request_id` and the log lines' `reqId`), next to the `errorId` of its log line.
+ */
+export function withRequestId(error: GraphQLFormattedError, requestId: string): GraphQLFormattedError {
+  if (error.extensions?.code !== 'INTERNAL_SERVER_ERROR' || error.extensions.requestId !== undefined) return error;
+  return { ...error, extensions: { ...error.extensions, requestId } };
+}
+
+/** `withRequestId` for GraphQL over HTTP. */
+export function requestIdPlugin(): ApolloServerPlugin<Context> {
+  return {
+    requestDidStart: async () => ({
+      willSendResponse: async ({ response, contextValue }) => {
+        if (response.body.kind !== 'single' || !response.body.singleResult.errors || !contextValue?.requestId) return;
+        response.body.singleResult.errors = response.body.singleResult.errors.map((e) => withRequestId(e, contextValue.requestId));
+      },
+    }),
+  };
+}

@@ -1,0 +1,21 @@
+import 'reflect-metadata';
+import { GraphQLSchema, lexicographicSortSchema, printSchema } from 'graphql';
+import { buildSchemaSync } from 'type-graphql';
+import { resolvers } from '../modules';
+import { createEventBus, PubSub } from './pubsub';
+import { DateTimeScalar } from './scalars';
+
+export function buildGatewaySchema(pubSub: PubSub = createEventBus()): GraphQLSchema {
+  return buildSchemaSync({
+    resolvers: [...resolvers],
+    scalarsMap: [{ type: Date, scalar: DateTimeScalar }],
+    pubSub,
+    validate: false,
+    emitSchemaFile: false,
+  });
+}
+
+/** The SDL committed as schema/schema.graphql. */
+export function printGatewaySchema(): string {
+  return printSchema(lexicographicSortSchema(buildGatewaySchema())) + '\n';
+}

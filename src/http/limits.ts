@@ -1,0 +1,103 @@
+import { FastifyInstance, FastifyRequest } from 'fastify';
+import { GraphQLError } from 'graphql';
+import type { Context as WsContext } from 'graphql-ws';
+import type { Extra } from 'graphql-ws/use/ws';
+import type { WebSocketServer } from 'ws';
+import { Logger } from '../log';
+import { OperationGuard, OperationRequest } from '../graphql/limits';
+import { credentialOf, RateLimiter, rateLimitMessage } from './rate-limit';
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The operation a GraphQL-over-HTTP request carries (POST body or GET query string), if well formed. */
+function operationOf(req: FastifyRequest): OperationRequest | null {
+  const source = req.method === 'POST' ? req.body : req.query;
+  if (!isObject(source) || typeof source.query !== 'string') return null;
+  let variables: unknown = source.variables;
+  if (typeof variables === 'string') {
+    try {
+      variables = JSON.parse(variables);
+    } catch {
+      return null; // the server answers that the variables are not JSON
+    }
+  }
+  if (variables !== undefined && variables !== null && !isObject(variables)) return null;
+  return {
+    query: source.query,
+    variables: (variables ?? null) as Record<string, unknown> | null,
+    operationName: typeof source.operationName === 'string' ? source.operationName : null,
+  };
+}
+
+/**
+ * Operations over the limits are refused with 400 before anything else happens: no token lookup,
+ * no SQL. Their errors carry `extensions.code = BAD_USER_INPUT` and `extensions.limit`.
+ */
+export function registerOperationLimits(app: FastifyInstance, guard: OperationGuard, graphqlPath = '/graphql'): void {
+  app.addHook('preHandler', async (req, reply) => {
+    if (req.routeOptions.url !== graphqlPath) return;
+    const operation = operationOf(req);
+    if (!operation) return;
+    const errors = guard.check(operation);
+    if (!errors.length) return;
+    return reply.code(400).type('application/json; charset=utf-8').send({ errors: errors.map((e) => e.toJSON()) });
+  });
+}
+
+type Ctx = WsContext<Record<string, unknown> | undefined, Extra>;
+
+const remoteAddress = (ctx: Ctx) => ctx.extra.request.socket.remoteAddress ?? 'unknown';
+const connectionCredential = (ctx: Ctx) => credentialOf(ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization);
+
+/**
+ * graphql-ws: each connection_init and each subscribe is one request for the rate limit (the same
+ * buckets as HTTP); operations over the limits and beyond `maxOperations` running at once on the
+ * connection are refused with an error message, leaving the connection and its other streams open.
+ */
+export function wsLimits(deps: { guard: OperationGuard; limiter: RateLimiter; maxOperations: number }) {
+  return {
+    /** Whether the connection may authenticate; otherwise it is closed with 4429. */
+    async connectAllowed(ctx: Ctx): Promise<boolean> {
+      const verdict = await deps.limiter.take(connectionCredential(ctx), remoteAddress(ctx));
+      return !verdict || verdict.allowed;
+    },
+    failedAuth(ctx: Ctx): Promise<void> {
+      return connectionCredential(ctx) === null ? Promise.resolve() : deps.limiter.failedAuth(remoteAddress(ctx));
+    },
+    async onSubscribe(ctx: Ctx, _id: string, payload: OperationRequest): Promise<GraphQLError[] | undefined> {
+      // The operation being subscribed is already in `subscriptions`.
+      if (Object.keys(ctx.subscriptions).length > deps.maxOperations) {
+        return [
+          new GraphQLError(`At most ${deps.maxOperations} operations run at once on one connection; complete one first`, {
+            extensions: { code: 'LIMIT_EXCEEDED', limit: 'subscriptions', max: deps.maxOperations },
+          }),
+        ];
+      }
+      const verdict = await deps.limiter.take(connectionCredential(ctx), remoteAddress(ctx));
+      if (verdict && !verdict.allowed) {
+        return [new GraphQLError(rateLimitMessage(verdict), { extensions: { code: 'RATE_LIMITED', retryAfter: verdict.resetSeconds } })];
+      }
+      if (typeof payload.query !== 'string') return undefined;
+      const errors = deps.guard.check({ ...payload, variables: isObject(payload.variables) ? payload.variables : null });
+      return errors.length ? errors : undefined;
+    },
+  };
+}
+
+/**
+ * A graphql-ws message over `maxPayload` makes `ws` close the socket with 1009 and emit an error,
+ * which graphql-ws prints to stderr for every such message. Register before `useServer`: the
+ * oversized-message error is logged once at info level, and other socket errors reach graphql-ws.
+ */
+export function quietOversizedMessages(wss: WebSocketServer, log: Logger): void {
+  wss.on('connection', (socket) => {
+    const once = socket.once.bind(socket);
+    socket.once = ((event: string, listener: (...args: unknown[]) => void) => {
+      if (event !== 'error') return once(event, listener);
+      return once('error', (err: Error & { code?: string }) => {
+        if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') log.info({ code: err.code }, 'graphql-ws message over the size limit: socket closed (1009)');
+        else listener(err);
+      });
+    }) as typeof socket.once;
+  });
+}

@@ -1,0 +1,234 @@
+import { createHash } from 'node:crypto';
+import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Redis from 'ioredis';
+import { Logger } from '../log';
+import { sendProblem } from '../rest/adapter';
+
+/**
+ * Requests per minute per API token, and per client IP for requests without one, shared by REST,
+ * GraphQL over HTTP and graphql-ws subscribes. Windows are fixed: the first request opens a
+ * minute, and the count resets when it ends. A request is counted under the token it presents,
+ * hashed, before any database lookup, so a flood costs no SQL; bad tokens are answered 401 and
+ * counted against their IP, and an IP that has sent more bad tokens than the anonymous allowance
+ * is refused (429) until its window ends, whatever token it tries next. With Redis the counts
+ * are shared by every gateway; without it (or while Redis does not answer) each keeps its own.
+ */
+
+export interface Verdict {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window ends. */
+  resetSeconds: number;
+}
+
+interface Count {
+  count: number;
+  ttlMs: number;
+}
+
+/** A bucket store: `add` counts a hit in the key's window (opened by the first), `peek` only reads. */
+interface Store {
+  add(key: string, windowMs: number, peek?: string): Promise<{ hit: Count; peeked: Count | null }>;
+  close(): Promise<void>;
+}
+
+class MemoryStore implements Store {
+  private readonly windows = new Map<string, { count: number; resetAt: number }>();
+  private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
+
+  constructor(private readonly now: () => number) {}
+
+  private read(key: string): Count {
+    const w = this.windows.get(key);
+    const now = this.now();
+    return w && w.resetAt > now ? { count: w.count, ttlMs: w.resetAt - now } : { count: 0, ttlMs: 0 };
+  }
+
+  async add(key: string, windowMs: number, peek?: string) {
+    const now = this.now();
+    let w = this.windows.get(key);
+    if (!w || w.resetAt <= now) this.windows.set(key, (w = { count: 0, resetAt: now + windowMs }));
+    w.count += 1;
+    return { hit: { count: w.count, ttlMs: w.resetAt - now }, peeked: peek ? this.read(peek) : null };
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const [key, w] of this.windows) if (w.resetAt <= now) this.windows.delete(key);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.windows.clear();
+  }
+}
+
+// INCR opens the window with its expiry; the second key is only read (bad-token count of the IP).
+const HIT_SCRIPT = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+local p = tonumber(redis.call('GET', KEYS[2]) or '0')
+local pttl = redis.call('PTTL', KEYS[2])
+return {n, ttl, p, pttl}`;
+
+type HitRedis = Redis & { hatcheryHit(key: string, peek: string, windowMs: number): Promise<[number, number, number, number]> };
+
+/** Redis buckets; when Redis fails or is slow, the gateway counts on its own until it is back. */
+class RedisStore implements Store {
+  private readonly redis: HitRedis;
+  private lastWarning = 0;
+
+  constructor(
+    url: string,
+    private readonly fallback: MemoryStore,
+    private readonly log: Logger,
+  ) {
+    this.redis = new Redis(url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 500,
+      connectTimeout: 2000,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    }) as HitRedis;
+    this.redis.defineCommand('hatcheryHit', { numberOfKeys: 2, lua: HIT_SCRIPT });
+    this.redis.on('error', (err) => this.warn(err));
+  }
+
+  private warn(err: unknown): void {
+    if (Date.now() - this.lastWarning < 30_000) return;
+    this.lastWarning = Date.now();
+    this.log.warn({ err }, 'rate limit store (Redis) unavailable: counting locally');
+  }
+
+  /** Waits for the connection; a Redis that is down does not stop the gateway. */
+  async connect(): Promise<void> {
+    await this.redis.connect().catch((err) => this.warn(err));
+  }
+
+  async add(key: string, windowMs: number, peek?: string) {
+    try {
+      const [n, ttl, p, pttl] = await this.redis.hatcheryHit(key, peek ?? key, windowMs);
+      return { hit: { count: n, ttlMs: ttl }, peeked: peek ? { count: p, ttlMs: Math.max(pttl, 0) } : null };
+    } catch (err) {
+      this.warn(err);
+      return this.fallback.add(key, windowMs, peek);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.fallback.close();
+    this.redis.disconnect();
+  }
+}
+
+export interface RateLimiterOptions {
+  /** Per token per window; 0: unlimited. */
+  perMin: number;
+  /** Per IP per window for requests without a token, and for bad tokens; 0: unlimited. */
+  anonPerMin: number;
+  redisUrl?: string | null;
+  redisPrefix?: string;
+  log: Logger;
+  windowMs?: number;
+  now?: () => number;
+}
+
+const sha = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
+
+export class RateLimiter {
+  private readonly store: Store;
+  private readonly windowMs: number;
+  private readonly prefix: string;
+
+  constructor(private readonly opts: RateLimiterOptions) {
+    const memory = new MemoryStore(opts.now ?? Date.now);
+    this.store = opts.redisUrl ? new RedisStore(opts.redisUrl, memory, opts.log) : memory;
+    this.windowMs = opts.windowMs ?? 60_000;
+    this.prefix = `${opts.redisPrefix ?? 'hatchery:'}rl:`;
+  }
+
+  async start(): Promise<void> {
+    if (this.store instanceof RedisStore) await this.store.connect();
+  }
+
+  private verdict(c: Count, limit: number): Verdict {
+    return {
+      allowed: c.count <= limit,
+      limit,
+      remaining: Math.max(0, limit - c.count),
+      resetSeconds: Math.max(1, Math.ceil(c.ttlMs / 1000)),
+    };
+  }
+
+  /** Counts one request; null when no limit applies to it. */
+  async take(credential: string | null, ip: string): Promise<Verdict | null> {
+    const { perMin, anonPerMin } = this.opts;
+    if (credential === null) {
+      if (!anonPerMin) return null;
+      return this.verdict((await this.store.add(`${this.prefix}ip:${ip}`, this.windowMs)).hit, anonPerMin);
+    }
+    if (!perMin) return null;
+    const failKey = anonPerMin ? `${this.prefix}fail:${ip}` : undefined;
+    const { hit, peeked } = await this.store.add(`${this.prefix}tok:${sha(credential)}`, this.windowMs, failKey);
+    if (peeked && peeked.count >= anonPerMin) return { ...this.verdict(peeked, anonPerMin), allowed: false, remaining: 0 };
+    return this.verdict(hit, perMin);
+  }
+
+  /** A request from `ip` presented a token that was refused. */
+  async failedAuth(ip: string): Promise<void> {
+    if (this.opts.anonPerMin) await this.store.add(`${this.prefix}fail:${ip}`, this.windowMs);
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+}
+
+const BEARER_RE = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token a request presents, without checking it; null when there is none. */
+export function credentialOf(authorization: unknown): string | null {
+  return typeof authorization === 'string' ? (BEARER_RE.exec(authorization)?.[1] ?? null) : null;
+}
+
+export function rateLimitMessage(v: Verdict): string {
+  return `Too many requests: the limit is ${v.limit} a minute; retry in ${v.resetSeconds} s`;
+}
+
+/** Not limited: probes, metrics, the API documents, the explorer page and its assets, and the payment webhook (signed). */
+const EXEMPT = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs', '/billing/webhooks/stripe']);
+
+function exempt(req: FastifyRequest, graphqlPath: string): boolean {
+  const route = req.routeOptions.url;
+  if (route === undefined) return false;
+  if (EXEMPT.has(route) || route.startsWith(`${graphqlPath}/explorer/`)) return true;
+  // GET /graphql without a query is the explorer page (or a 400): nothing runs.
+  return route === graphqlPath && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}) as object, 'query');
+}
+
+/** `RateLimit-*` headers (IETF draft names) on every limited response; 429 with `Retry-After` over the limit. */
+export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter, graphqlPath = '/graphql'): void {
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (exempt(req, graphqlPath)) return;
+    const verdict = await limiter.take(credentialOf(req.headers.authorization), req.ip);
+    if (!verdict) return;
+    reply.header('RateLimit-Limit', verdict.limit);
+    reply.header('RateLimit-Remaining', verdict.remaining);
+    reply.header('RateLimit-Reset', verdict.resetSeconds);
+    if (verdict.allowed) return;
+    reply.header('Retry-After', verdict.resetSeconds);
+    if (req.routeOptions.url === graphqlPath) {
+      return reply
+        .code(429)
+        .type('application/json; charset=utf-8')
+        .send({ errors: [{ message: rateLimitMessage(verdict), extensions: { code: 'RATE_LIMITED', retryAfter: verdict.resetSeconds } }] });
+    }
+    return sendProblem(reply, 'RATE_LIMITED', rateLimitMessage(verdict));
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.statusCode === 401 && credentialOf(req.headers.authorization) !== null) await limiter.failedAuth(req.ip);
+  });
+}

@@ -1,0 +1,243 @@
+import { randomBytes } from 'node:crypto';
+import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
+import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import { DomainError, ErrorCode, FieldError, ServiceUnavailable } from '../errors';
+import { ContextFactory } from '../graphql/build-context';
+import { Context } from '../graphql/context';
+import { ERROR_HTTP, formatError, knownFailure } from '../graphql/errors';
+import { Logger, requestScope } from '../log';
+import { Metrics } from '../metrics';
+import { requestIdPlugin, withRequestId } from '../graphql/request-id';
+import { registerRest, sendProblem } from '../rest/adapter';
+import { BillingService } from '../modules/billing/billing.service';
+import { registerBilling } from './billing';
+import { registerOpenApi } from './openapi';
+import { registerExplorer } from './explorer';
+import { OperationGuard, OperationLimits } from '../graphql/limits';
+import { routes } from '../rest/routes';
+import { quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
+import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
+
+export interface HttpDeps {
+  schema: GraphQLSchema;
+  buildContext: ContextFactory;
+  log: Logger;
+  keepAliveMs: number;
+  billing: BillingService;
+  /** This server's own base URL, once it listens. */
+  selfUrl(): string;
+  /** Whether the database answers, for /readyz. */
+  ready(): Promise<boolean>;
+  metrics: Metrics;
+  limits: HttpLimits;
+}
+
+/** Abuse limits (see config.ts). */
+export interface HttpLimits {
+  bodyLimitBytes: number;
+  operations: OperationLimits;
+  wsMaxSubscriptions: number;
+  rateLimit: Omit<RateLimiterOptions, 'log'>;
+}
+
+export interface HttpServer {
+  app: FastifyInstance;
+  /** Closes subscriptions, then lets in-flight requests finish. */
+  close(): Promise<void>;
+}
+
+const GRAPHQL_PATH = '/graphql';
+
+/** A refusal of a GraphQL request before it reaches Apollo, in the GraphQL response shape. */
+function sendGraphQLRefusal(reply: FastifyReply, code: ErrorCode, message: string, errorId?: string): FastifyReply {
+  const { status } = ERROR_HTTP[code];
+  if (code === 'UNAUTHENTICATED') reply.header('WWW-Authenticate', 'Bearer');
+  if (code === 'SERVICE_UNAVAILABLE') reply.header('Retry-After', '1');
+  const extensions: Record<string, unknown> = { code, requestId: reply.request.id };
+  if (errorId) extensions.errorId = errorId;
+  return reply.code(status).type('application/json; charset=utf-8').send({ errors: [{ message, extensions }] });
+}
+
+const requestId = () => `req_${randomBytes(10).toString('hex')}`;
+
+/** A subscription sent over HTTP is the client's mistake: say where subscriptions run. */
+const subscriptionsOverWsOnly: ApolloServerPlugin<Context> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation }) {
+        if (operation?.operation === 'subscription') {
+          throw new GraphQLError('Subscriptions run over graphql-ws on /graphql, not over HTTP', {
+            extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+          });
+        }
+      },
+    };
+  },
+};
+
+/** An operation that failed because the database is unreachable answers 503 over HTTP, not 200. */
+const unavailableStatus: ApolloServerPlugin<Context> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ response }) {
+        const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+        if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
+          response.http.status = 503;
+          response.http.headers.set('retry-after', '1');
+        }
+      },
+    };
+  },
+};
+
+export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    genReqId: () => requestId(),
+    requestIdHeader: false,
+    bodyLimit: deps.limits.bodyLimitBytes,
+    // The router's own refusals get problem bodies too: a malformed URL (400), a path parameter
+    // too long to name anything (404, not an undocumented 414).
+    frameworkErrors: (err, _req, reply) => {
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      void sendProblem(reply, tooLong ? 'NOT_FOUND' : 'BAD_REQUEST', tooLong ? 'No such resource' : 'The URL is malformed');
+    },
+  });
+  const guard = new OperationGuard(deps.schema, deps.limits.operations);
+  // The REST layer's own operations must fit the limits too: a configuration that breaks one stops the start.
+  for (const route of routes) guard.assertWithin(`REST ${route.method} ${route.path}`, route.operation);
+  const limiter = new RateLimiter({ ...deps.limits.rateLimit, log: deps.log });
+  await limiter.start();
+
+  app.addHook('onRequest', (req, _reply, done) => requestScope.run({ reqId: req.id }, done));
+  deps.metrics.instrument(app); // request counts and latency per route; GET /metrics
+  registerRateLimit(app, limiter);
+
+  // JSON only: any other body type is a 415, including text/plain, which Fastify parses by default.
+  app.removeContentTypeParser('text/plain');
+
+  // Transport-level refusals (bad JSON, wrong media type, too large) use the error shape of the
+  // endpoint: problem details on REST, a GraphQL `errors` array on /graphql (GraphQL clients read
+  // `errors[].extensions.code`, not `code`). The HTTP status is the same either way.
+  const refuse = (req: FastifyRequest, reply: FastifyReply, code: ErrorCode, detail: string, extra: { errors?: FieldError[]; errorId?: string } = {}) =>
+    req.routeOptions.url === GRAPHQL_PATH ? sendGraphQLRefusal(reply, code, detail, extra.errorId) : sendProblem(reply, code, detail, extra);
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    if (err.statusCode === 415) return refuse(req, reply, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
+    if (err.statusCode === 413) return refuse(req, reply, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${deps.limits.bodyLimitBytes} bytes`);
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return refuse(req, reply, 'BAD_REQUEST', err.code?.startsWith('FST_ERR_CTP') ? `The body is not valid JSON: ${err.message}` : err.message);
+    }
+    const known = knownFailure(err);
+    if (known instanceof DomainError) return refuse(req, reply, known.code, known.message, { errors: known.errors });
+    const errorId = `err_${randomBytes(8).toString('hex')}`;
+    deps.log.error({ errorId, err }, 'unexpected error');
+    return refuse(req, reply, 'INTERNAL_SERVER_ERROR', 'internal error', { errorId });
+  });
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, 'NOT_FOUND', `No endpoint ${req.method} ${req.url.split('?')[0]}`));
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const ok = await deps.ready().catch(() => false);
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', database: ok ? 'up' : 'down' });
+  });
+
+  const format = (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, deps.log);
+
+  const apollo = new ApolloServer<Context>({
+    schema: deps.schema,
+    formatError: format,
+    includeStacktraceInErrorResponses: false,
+    // Explicit: the explorer needs introspection, whatever NODE_ENV says.
+    introspection: true,
+    // Only full query texts, which the operation limits see before Apollo does.
+    persistedQueries: false,
+    validationRules: guard.rules,
+    plugins: [
+      fastifyApolloDrainPlugin(app),
+      ApolloServerPluginLandingPageDisabled(),
+      deps.metrics.apolloPlugin(),
+      requestIdPlugin(),
+      subscriptionsOverWsOnly,
+      unavailableStatus,
+    ],
+    logger: { debug: () => undefined, info: () => undefined, warn: (m) => deps.log.warn(m), error: (m) => deps.log.error(m) },
+  });
+  await apollo.start();
+  registerExplorer(app); // before the GraphQL route: it attaches to GET /graphql
+  registerOperationLimits(app, guard);
+  await app.register(fastifyApollo(apollo), {
+    path: GRAPHQL_PATH,
+    context: async (req) => {
+      try {
+        return await deps.buildContext.authenticate(req.headers.authorization, req.id);
+      } catch (err) {
+        const known = knownFailure(err);
+        if (!(known instanceof DomainError)) throw err;
+        const headers = new Map([known.code === 'SERVICE_UNAVAILABLE' ? ['retry-after', '1'] : ['www-authenticate', 'Bearer']]);
+        throw new GraphQLError(known.message, { extensions: { code: known.code, http: { status: ERROR_HTTP[known.code].status, headers } } });
+      }
+    },
+  });
+
+  registerRest(app, deps);
+  registerOpenApi(app, deps); // GET /openapi.json and /docs, public
+  await registerBilling(app, deps);
+
+  const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
+  const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions });
+  quietOversizedMessages(wss, deps.log);
+  const contexts = new WeakMap<object, Context>();
+  // Over graphql-ws the connection's id names the request: in masked errors and on their log lines.
+  const formatWs = (ctx: { extra: object }, formatted: GraphQLFormattedError, error: unknown) => {
+    const reqId = contexts.get(ctx.extra)?.requestId;
+    return reqId ? requestScope.run({ reqId }, () => withRequestId(format(formatted, error), reqId)) : format(formatted, error);
+  };
+  const ws = useServer<Record<string, unknown> | undefined>(
+    {
+      schema: deps.schema,
+      onConnect: async (ctx) => {
+        const params = ctx.connectionParams ?? {};
+        if (!(await wsLimit.connectAllowed(ctx))) {
+          ctx.extra.socket.close(4429, 'Too many requests');
+          return false;
+        }
+        try {
+          contexts.set(ctx.extra, await deps.buildContext.authenticate(params.authorization ?? params.Authorization, requestId()));
+          return true;
+        } catch (err) {
+          if (err instanceof DomainError) await wsLimit.failedAuth(ctx);
+          // 1013 Try Again Later: the database is down, the token may well be good.
+          if (knownFailure(err) instanceof ServiceUnavailable) ctx.extra.socket.close(1013, 'Try again later');
+          else ctx.extra.socket.close(4401, 'Unauthorized');
+          return false;
+        }
+      },
+      onSubscribe: (ctx, id, payload) => wsLimit.onSubscribe(ctx, id, payload),
+      context: (ctx) => {
+        // The caller authenticated at connect, with fresh loaders per operation.
+        return deps.buildContext.renew(contexts.get(ctx.extra)!);
+      },
+      onNext: (ctx, _id, _payload, _args, result) =>
+        result.errors ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) } : result,
+      onError: (ctx, _id, _payload, errors) => errors.map((e) => formatWs(ctx, e.toJSON(), e)),
+      ...deps.metrics.wsHooks(),
+    },
+    wss,
+    deps.keepAliveMs,
+  );
+
+  return {
+    app,
+    async close() {
+      await ws.dispose();
+      await app.close();
+      await limiter.close();
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { PgBoss } from 'pg-boss';
+import { Logger } from '../log';
+import type { Metrics, QueueDepth } from '../metrics';
+
+export interface JobDefinition {
+  name: string;
+  /** 5-field cron, UTC; the job runs once per tick across all gateway instances. */
+  cron?: string;
+  /** How often this gateway polls the queue; default pg-boss's 2 s. */
+  pollSeconds?: number;
+  handler(): Promise<unknown>;
+}
+
+/** pg-boss queues and workers, in the gateway's own database (schema `pgboss`). */
+export class Jobs {
+  private readonly boss: PgBoss;
+
+  private queues: string[] = [];
+
+  constructor(
+    databaseUrl: string,
+    private readonly log: Logger,
+    private readonly metrics?: Metrics,
+  ) {
+    this.boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4 });
+    this.boss.on('error', (err) => this.log.error({ err }, 'job system error'));
+  }
+
+  async start(definitions: JobDefinition[]): Promise<void> {
+    await this.boss.start();
+    for (const def of definitions) {
+      await this.boss.createQueue(def.name);
+      this.metrics?.jobQueue(def.name);
+      await this.boss.work(def.name, { pollingIntervalSeconds: def.pollSeconds ?? 2 }, async () => {
+        try {
+          await def.handler();
+        } catch (err) {
+          this.metrics?.jobFailed(def.name);
+          this.log.warn({ err, queue: def.name }, 'job failed');
+          throw err;
+        }
+      });
+      if (def.cron) await this.boss.schedule(def.name, def.cron);
+    }
+    this.queues = definitions.map((d) => d.name);
+    if (this.metrics) this.metrics.queueDepths = () => this.depths();
+  }
+
+  /** Jobs waiting or running per queue and state, counted now (pg-boss's own counts lag). */
+  async depths(): Promise<QueueDepth[]> {
+    const { rows } = await this.boss.getDb().executeSql(
+      `SELECT name, state::text AS state, count(*)::int AS count FROM pgboss.job
+        WHERE name = ANY($1::text[]) AND state IN ('created', 'retry', 'active') GROUP BY name, state`,
+      [this.queues],
+    );
+    const counted = new Map((rows as Array<{ name: string; state: string; count: number }>).map((r) => [`${r.name} ${r.state}`, r.count]));
+    return this.queues.flatMap((queue) => ['created', 'retry', 'active'].map((state) => ({ queue, state, count: counted.get(`${queue} ${state}`) ?? 0 })));
+  }
+
+  /** Queues a run of a job, now or after `delayMs`; one pending run per job is enough. */
+  async send(name: string, delayMs = 0): Promise<void> {
+    const startAfter = Math.ceil(delayMs / 1000);
+    await this.boss.send(name, {}, startAfter > 0 ? { startAfter } : { singletonKey: `${name}-now` });
+  }
+
+  /** Lets running jobs finish, then stops polling. */
+  async stop(timeoutMs: number): Promise<void> {
+    if (this.metrics?.queueDepths) this.metrics.queueDepths = null;
+    await this.boss.stop({ graceful: true, timeout: timeoutMs });
+  }
+}

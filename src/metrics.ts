@@ -1,0 +1,208 @@
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { FastifyInstance } from 'fastify';
+import { ExecutionArgs, getOperationAST } from 'graphql';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export type WebhookOutcome = 'succeeded' | 'failed' | 'retry';
+
+export interface QueueDepth {
+  queue: string;
+  state: string;
+  count: number;
+}
+
+/** A graphql-ws server's per-connection context, as far as the metrics need it. */
+interface WsContext {
+  extra: object;
+}
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Operation names are chosen by clients: past this many distinct names, new ones count as `other`. */
+const MAX_OPERATION_NAMES = 200;
+
+const isAsyncIterable = (v: unknown): boolean => typeof v === 'object' && v !== null && Symbol.asyncIterator in v;
+
+/**
+ * The gateway's Prometheus metrics, on a registry of its own (several gateways can share a
+ * process, as in the tests). Modules get this object and report what happened; the values that
+ * are cheaper to read than to track (queue depth) are read at scrape time.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  /** What `hatchery_job_queue_depth` reads at scrape time; set while the job system runs. */
+  queueDepths: (() => Promise<QueueDepth[]>) | null = null;
+  private readonly operationNames = new Set<string>();
+  private readonly subscriptions = new WeakMap<object, Set<string>>();
+
+  private readonly httpRequests = new Counter({
+    name: 'hatchery_http_requests_total',
+    help: 'HTTP requests answered, by method, route template (unmatched for unknown paths) and status class.',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: 'hatchery_http_request_duration_seconds',
+    help: 'Time from receiving an HTTP request to answering it, by method, route template and status class.',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly graphqlOperations = new Counter({
+    name: 'hatchery_graphql_operations_total',
+    help: 'GraphQL operations, by operation name (anonymous when unnamed), type, transport (http, ws) and outcome (success, error).',
+    labelNames: ['operation', 'type', 'transport', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly graphqlDuration = new Histogram({
+    name: 'hatchery_graphql_operation_duration_seconds',
+    help: 'Time to answer a GraphQL operation over HTTP, by operation name and type.',
+    labelNames: ['operation', 'type'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly activeSubscriptions = new Gauge({
+    name: 'hatchery_graphql_subscriptions_active',
+    help: 'graphql-ws subscriptions currently streaming.',
+    registers: [this.registry],
+  });
+  private readonly logLines = new Counter({
+    name: 'hatchery_log_lines_total',
+    help: 'Deployment log lines stored, by type (build, runtime).',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+  private readonly jobFailures = new Counter({
+    name: 'hatchery_job_failures_total',
+    help: 'Job runs whose handler threw, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+  private readonly jobQueueDepth = new Gauge({
+    name: 'hatchery_job_queue_depth',
+    help: 'Jobs waiting (created, retry) or running (active), by queue and pg-boss state; read at scrape time.',
+    labelNames: ['queue', 'state'] as const,
+    registers: [this.registry],
+    collect: async () => {
+      const read = this.queueDepths;
+      this.jobQueueDepth.reset();
+      if (!read) return;
+      try {
+        for (const d of await read()) this.jobQueueDepth.set({ queue: d.queue, state: d.state }, d.count);
+      } catch (err) {
+        // The scrape still answers; the depth is just missing this time.
+        this.onError(err);
+      }
+    },
+  });
+  private readonly webhookDeliveries = new Counter({
+    name: 'hatchery_webhook_deliveries_total',
+    help: 'Webhook delivery attempts, by outcome (succeeded, failed: given up, retry: another attempt is scheduled) and event.',
+    labelNames: ['outcome', 'event'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(
+    opts: { defaultMetrics?: boolean } = {},
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    // Series that exist from the start, at 0, so that rate() sees their first increase.
+    for (const type of ['build', 'runtime']) this.logLines.inc({ type }, 0);
+    for (const event of ['deploy', 'ping']) for (const outcome of ['succeeded', 'failed', 'retry']) this.webhookDeliveries.inc({ outcome, event }, 0);
+  }
+
+  /** The text a scrape gets. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Counts every answered request by its route template, and serves `GET /metrics` (no token, not logged below warn). */
+  instrument(app: FastifyInstance): void {
+    app.addHook('onResponse', async (req, reply) => {
+      const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status_class: `${Math.floor(reply.statusCode / 100)}xx` };
+      this.httpRequests.inc(labels);
+      this.httpDuration.observe(labels, reply.elapsedTime / 1000);
+    });
+    // Scrapes come every few seconds: their request lines would drown the rest.
+    app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) => reply.type(this.registry.contentType).send(await this.scrape()));
+  }
+
+  /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
+  apolloPlugin<T extends BaseContext>(): ApolloServerPlugin<T> {
+    return {
+      requestDidStart: async () => {
+        const started = performance.now();
+        return {
+          willSendResponse: async (rc) => {
+            const body = rc.response.body;
+            const failed = body.kind === 'single' ? Boolean(body.singleResult.errors?.length) : Boolean(rc.errors?.length);
+            const operation = this.operationName(rc.operationName ?? rc.request.operationName);
+            const type = rc.operation?.operation ?? 'unknown';
+            this.graphqlOperations.inc({ operation, type, transport: 'http', outcome: failed ? 'error' : 'success' });
+            this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
+          },
+        };
+      },
+    };
+  }
+
+  /** graphql-ws hooks: operations over the socket and the subscriptions streaming right now. */
+  wsHooks() {
+    const active = (ctx: WsContext) => {
+      let ids = this.subscriptions.get(ctx.extra);
+      if (!ids) this.subscriptions.set(ctx.extra, (ids = new Set()));
+      return ids;
+    };
+    return {
+      onOperation: (ctx: WsContext, id: string, _payload: unknown, args: ExecutionArgs, result: unknown): undefined => {
+        const op = getOperationAST(args.document, args.operationName);
+        const streaming = isAsyncIterable(result);
+        const failed = !streaming && Boolean((result as { errors?: unknown[] }).errors?.length);
+        this.graphqlOperations.inc({
+          operation: this.operationName(op?.name?.value),
+          type: op?.operation ?? 'unknown',
+          transport: 'ws',
+          outcome: failed ? 'error' : 'success',
+        });
+        if (streaming && !active(ctx).has(id)) {
+          active(ctx).add(id);
+          this.activeSubscriptions.inc();
+        }
+        return undefined;
+      },
+      onComplete: (ctx: WsContext, id: string) => {
+        if (active(ctx).delete(id)) this.activeSubscriptions.dec();
+      },
+      onClose: (ctx: WsContext) => {
+        const ids = active(ctx);
+        this.activeSubscriptions.dec(ids.size);
+        ids.clear();
+      },
+    };
+  }
+
+  logLinesStored(type: string, count: number): void {
+    if (count > 0) this.logLines.inc({ type }, count);
+  }
+
+  /** Makes a queue's failure series exist (at 0) before its first failure. */
+  jobQueue(queue: string): void {
+    this.jobFailures.inc({ queue }, 0);
+  }
+
+  jobFailed(queue: string): void {
+    this.jobFailures.inc({ queue });
+  }
+
+  webhookDelivery(outcome: WebhookOutcome, event: string): void {
+    this.webhookDeliveries.inc({ outcome, event });
+  }
+
+  private operationName(name: string | null | undefined): string {
+    if (!name) return 'anonymous';
+    if (this.operationNames.has(name)) return name;
+    if (this.operationNames.size >= MAX_OPERATION_NAMES) return 'other';
+    this.operationNames.add(name);
+    return name;
+  }
+}

@@ -1,0 +1,124 @@
+import { DataSource, Repository } from 'typeorm';
+import { Clock } from '../../clock';
+import { NotFound, ValidationFailed } from '../../errors';
+import { Context, requireViewer } from '../../graphql/context';
+import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { newId } from '../../ids';
+import { hashToken, newToken } from '../../secrets';
+import { pgCode } from '../../db/transaction';
+import { ApiToken } from './api-token.entity';
+import { User } from './user.entity';
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_TOKEN_DAYS = 3650;
+/** last_used_at is written at most this often per token, so reads stay reads. */
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+export interface CreatedToken {
+  token: string;
+  apiToken: ApiToken;
+}
+
+export class AccountsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+  ) {}
+
+  normaliseEmail(email: string): string {
+    const e = email.trim().toLowerCase();
+    if (!EMAIL_RE.test(e) || e.length > 254) throw ValidationFailed.field('email', 'must be an email address');
+    return e;
+  }
+
+  /** Operator path: a new account with a first token. */
+  async createUser(email: string): Promise<{ user: User; token: string }> {
+    const normalised = this.normaliseEmail(email);
+    return this.ds.transaction(async (tx) => {
+      const now = this.clock.now();
+      const user = tx.create(User, { id: newId('usr', now), email: normalised, createdAt: now });
+      try {
+        await tx.insert(User, user);
+      } catch (err) {
+        if (pgCode(err) === '23505') throw ValidationFailed.field('email', `an account with email ${normalised} already exists`);
+        throw err;
+      }
+      const { token } = await this.issueToken(tx.getRepository(ApiToken), user.id, 'admin', null);
+      return { user, token };
+    });
+  }
+
+  async findUserByEmail(email: string): Promise<User | null> {
+    return this.ds.getRepository(User).findOneBy({ email: this.normaliseEmail(email) });
+  }
+
+  /** Resolves a bearer token to its user, or null for a missing, unknown, expired or revoked one. */
+  async authenticate(token: string | null): Promise<{ user: User; tokenId: string } | null> {
+    if (!token || !token.startsWith('hatch_') || token.length > 200) return null;
+    // One statement: findOne with a relation costs TypeORM two (a DISTINCT id query first), on every request.
+    const row = await this.ds
+      .getRepository(ApiToken)
+      .createQueryBuilder('t')
+      .innerJoinAndSelect('t.user', 'user')
+      .where('t.token_hash = :hash AND t.revoked_at IS NULL', { hash: hashToken(token) })
+      .getOne();
+    const now = this.clock.now();
+    if (!row || !row.user || (row.expiresAt && row.expiresAt <= now)) return null;
+    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
+      await this.ds.getRepository(ApiToken).update({ id: row.id }, { lastUsedAt: now });
+    }
+    return { user: row.user, tokenId: row.id };
+  }
+
+  async createApiToken(ctx: Context, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {
+    const viewer = requireViewer(ctx);
+    const name = args.name.trim();
+    if (name.length < 1 || name.length > 100) throw ValidationFailed.field('name', 'must be 1 to 100 characters');
+    const days = args.expiresInDays;
+    if (days !== null && days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_TOKEN_DAYS)) {
+      throw ValidationFailed.field('expiresInDays', `must be an integer from 1 to ${MAX_TOKEN_DAYS}`);
+    }
+    return this.issueToken(this.ds.getRepository(ApiToken), viewer.id, name, days ?? null);
+  }
+
+  private async issueToken(
+    repo: Repository<ApiToken>,
+    userId: string,
+    name: string,
+    days: number | null,
+  ): Promise<CreatedToken> {
+    const now = this.clock.now();
+    const token = newToken();
+    const apiToken = repo.create({
+      id: newId('tok', now),
+      userId,
+      name,
+      tokenHash: hashToken(token),
+      lastFour: token.slice(-4),
+      expiresAt: days ? new Date(now.getTime() + days * 86_400_000) : null,
+      revokedAt: null,
+      lastUsedAt: null,
+      createdAt: now,
+    });
+    await repo.insert(apiToken);
+    return { token, apiToken };
+  }
+
+  async listApiTokens(ctx: Context, args: { first?: number | null; after?: string | null }): Promise<Page<ApiToken>> {
+    const viewer = requireViewer(ctx);
+    const qb = this.ds.getRepository(ApiToken).createQueryBuilder('t').where('t.user_id = :uid', { uid: viewer.id });
+    return pageByIdDesc(qb, 'tok', args);
+  }
+
+  async revokeApiToken(ctx: Context, id: string): Promise<ApiToken> {
+    const viewer = requireViewer(ctx);
+    const repo = this.ds.getRepository(ApiToken);
+    const token = await repo.findOneBy({ id, userId: viewer.id });
+    if (!token) throw new NotFound('API token', id);
+    if (!token.revokedAt) {
+      token.revokedAt = this.clock.now();
+      await repo.update({ id }, { revokedAt: token.revokedAt });
+    }
+    return token;
+  }
+}

@@ -1,0 +1,18 @@
+import DataLoader from 'dataloader';
+import { DataSource, In } from 'typeorm';
+import { App } from './app.entity';
+import { Collaborator } from './collaborator.entity';
+
+export function appsLoaders(ds: DataSource) {
+  return {
+    appById: new DataLoader<string, App | null>(async (ids) => {
+      const rows = await ds.getRepository(App).findBy({ id: In([...ids]) });
+      const byId = new Map(rows.map((a) => [a.id, a]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }),
+    collaboratorIdsByAppId: new DataLoader<string, string[]>(async (appIds) => {
+      const rows = await ds.getRepository(Collaborator).find({ where: { appId: In([...appIds]) }, order: { createdAt: 'ASC' } });
+      return appIds.map((id) => rows.filter((r) => r.appId === id).map((r) => r.userId));
+    }),
+  };
+}

@@ -1,0 +1,134 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { Clock } from '../../clock';
+import { Forbidden, LimitExceeded, NotFound, ValidationFailed } from '../../errors';
+import { Context, requireViewer } from '../../graphql/context';
+import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { newId } from '../../ids';
+import { pgCode } from '../../db/transaction';
+import { AccountsService } from '../accounts/accounts.service';
+import { App, Tier, TIERS } from './app.entity';
+import { Collaborator } from './collaborator.entity';
+
+export const SLUG_RE = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/;
+
+/** SQL: ids of the eggs user `:viewerId` may see (owner or collaborator). */
+export const VISIBLE_APP_IDS = `(SELECT a.id FROM apps a WHERE a.owner_id = :viewerId
+  UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = :viewerId)`;
+
+export class AppsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly accounts: AccountsService,
+    private readonly appsDomain: string,
+  ) {}
+
+  async createApp(ctx: Context, input: { slug: string }): Promise<App> {
+    const viewer = requireViewer(ctx);
+    if (!SLUG_RE.test(input.slug)) {
+      throw ValidationFailed.field('slug', 'must be 3 to 40 characters: a lower-case letter, then lower-case letters, digits or dashes, ending in a letter or digit');
+    }
+    const now = this.clock.now();
+    const app = this.ds.getRepository(App).create({
+      id: newId('app', now),
+      slug: input.slug,
+      ownerId: viewer.id,
+      tier: Tier.FREE,
+      memoryMb: null,
+      currentDeploymentId: null,
+      createdAt: now,
+    });
+    try {
+      await this.ds.getRepository(App).insert(app);
+    } catch (err) {
+      if (pgCode(err) === '23505') throw ValidationFailed.field('slug', `the slug "${input.slug}" is taken`);
+      throw err;
+    }
+    return app;
+  }
+
+  /** The egg if the caller owns it or collaborates on it; otherwise it does not exist for them. */
+  async getVisible(ctx: Context, slug: string, tx: EntityManager = this.ds.manager): Promise<App> {
+    const viewer = requireViewer(ctx);
+    const app = await tx
+      .getRepository(App)
+      .createQueryBuilder('a')
+      .where('a.slug = :slug', { slug })
+      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .getOne();
+    if (!app) throw new NotFound('Egg', slug);
+    return app;
+  }
+
+  /**
+   * Locks the egg's row until the transaction ends: the one place per-egg limits (3 previews,
+   * 3 webhooks, one volume) are serialised, so concurrent requests cannot count past them.
+   */
+  lock(tx: EntityManager, appId: string): Promise<App> {
+    return tx.findOneOrFail(App, { where: { id: appId }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  async list(ctx: Context, args: { first?: number | null; after?: string | null }): Promise<Page<App>> {
+    const viewer = requireViewer(ctx);
+    const qb = this.ds.getRepository(App).createQueryBuilder('a').where(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
+    return pageByIdDesc(qb, 'app', args);
+  }
+
+  /** The owner's override of the egg's memory; `null` clears it. Collaborators may not. */
+  async updateResources(ctx: Context, slug: string, input: { memoryMb?: number | null }): Promise<App> {
+    const app = await this.getVisible(ctx, slug);
+    if (app.ownerId !== requireViewer(ctx).id) throw new Forbidden('Only the egg’s owner can change its resources');
+    const { memoryMb } = input;
+    if (memoryMb === undefined) throw ValidationFailed.field('memoryMb', 'is required: an integer of at least 64, or null to clear the override');
+    if (memoryMb !== null) {
+      if (!Number.isInteger(memoryMb) || memoryMb < 64) throw ValidationFailed.field('memoryMb', 'must be an integer of at least 64');
+      const cap = TIERS[app.tier].memoryCapMb;
+      if (memoryMb > cap) throw new LimitExceeded('memoryMb', `exceeds the ${app.tier} tier’s cap of ${cap} MB`);
+    }
+    await this.ds.getRepository(App).update({ id: app.id }, { memoryMb });
+    app.memoryMb = memoryMb;
+    return app;
+  }
+
+  async addCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
+    const app = await this.getVisible(ctx, slug);
+    const user = await this.accounts.findUserByEmail(email);
+    if (!user) throw new NotFound('Account', email);
+    if (user.id === app.ownerId) throw ValidationFailed.field('email', 'is the owner of this egg');
+    await this.ds
+      .createQueryBuilder()
+      .insert()
+      .into(Collaborator)
+      .values({ appId: app.id, userId: user.id, createdAt: this.clock.now() })
+      .orIgnore()
+      .execute();
+    ctx.loaders.collaboratorIdsByAppId.clear(app.id);
+    return app;
+  }
+
+  async removeCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
+    const app = await this.getVisible(ctx, slug);
+    const user = await this.accounts.findUserByEmail(email);
+    const removed = user ? await this.ds.getRepository(Collaborator).delete({ appId: app.id, userId: user.id }) : null;
+    if (!removed?.affected) throw new NotFound('Collaborator', email);
+    ctx.loaders.collaboratorIdsByAppId.clear(app.id);
+    return app;
+  }
+
+  /** Operator path. */
+  async setTier(slug: string, tier: string): Promise<App> {
+    if (!Object.values(Tier).includes(tier as Tier)) {
+      throw ValidationFailed.field('tier', `must be one of ${Object.values(Tier).join(', ')}`);
+    }
+    const repo = this.ds.getRepository(App);
+    const app = await repo.findOneBy({ slug });
+    if (!app) throw new NotFound('Egg', slug);
+    app.tier = tier as Tier;
+    await repo.update({ id: app.id }, { tier: app.tier });
+    return app;
+  }
+
+  mainUrl(app: App): string {
+    return `https://${app.slug}.${this.appsDomain}`;
+  }
+}

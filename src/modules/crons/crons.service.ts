@@ -1,0 +1,287 @@
+import { DataSource, EntityManager, In } from 'typeorm';
+import { Clock } from '../../clock';
+import { inTransaction } from '../../db/transaction';
+import { NotFound, ValidationFailed } from '../../errors';
+import { Context } from '../../graphql/context';
+import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { newId } from '../../ids';
+import { Runtime } from '../../runtime/runtime.port';
+import { App } from '../apps/app.entity';
+import { AppsService } from '../apps/apps.service';
+import { EnergyReason } from '../energy/energy.entity';
+import { EnergyService } from '../energy/energy.service';
+import { CronExpression, CronSyntaxError } from './cron-expression';
+import { Cron, CronRun, CronRunStatus } from './cron.entity';
+
+const MAX_COMMAND = 4096;
+const MINUTE = 60_000;
+/** Crons claimed per transaction by the scheduler, and batches per tick at most. */
+const TICK_BATCH = 500;
+const TICK_MAX_BATCHES = 1000;
+
+export interface CronsOptions {
+  /** A due time older than this when first seen was missed while the gateways were down: not replayed. */
+  missedAfterMs: number;
+  /** A run still RUNNING after this long is stopped, or (its gateway died) marked FAILED. */
+  runTimeoutMs: number;
+  onError: (err: unknown) => void;
+}
+
+/**
+ * Crons and their runs. The scheduler (`tick`) claims due crons with FOR UPDATE SKIP LOCKED and
+ * records a run per due time under a unique (cron, due time) key, so each due time runs once
+ * however many gateways tick. A run is skipped when the owner's energy is depleted, and not
+ * started while the previous one still runs.
+ */
+export class CronsService {
+  private readonly executions = new Map<string, AbortController>();
+  private readonly tasks = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<number> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly apps: AppsService,
+    private readonly energy: EnergyService,
+    private readonly runtime: Runtime,
+    private readonly opts: CronsOptions,
+  ) {}
+
+  private parse(schedule: unknown): CronExpression {
+    if (typeof schedule !== 'string') throw ValidationFailed.field('schedule', 'must be a string');
+    try {
+      return CronExpression.parse(schedule);
+    } catch (err) {
+      if (err instanceof CronSyntaxError) throw ValidationFailed.field('schedule', err.message);
+      throw err;
+    }
+  }
+
+  async create(ctx: Context, slug: string, input: { schedule: string; command: string }): Promise<Cron> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const expr = this.parse(input.schedule);
+    const command = input.command;
+    if (command.trim() === '' || command.length > MAX_COMMAND) throw ValidationFailed.field('command', `must be 1 to ${MAX_COMMAND} characters`);
+    const now = this.clock.now();
+    const cron = this.ds.getRepository(Cron).create({
+      id: newId('cron', now),
+      appId: app.id,
+      schedule: input.schedule.trim().split(/\s+/).join(' '),
+      command,
+      enabled: true,
+      nextRunAt: expr.next(now),
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.ds.getRepository(Cron).insert(cron);
+    return cron;
+  }
+
+  async get(ctx: Context, slug: string, id: string): Promise<Cron> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const cron = await this.ds.getRepository(Cron).findOneBy({ id, appId: app.id });
+    if (!cron) throw new NotFound('Cron', id);
+    return cron;
+  }
+
+  async list(ctx: Context, slug: string, page: { first?: number | null; after?: string | null }): Promise<Page<Cron>> {
+    const app = await this.apps.getVisible(ctx, slug);
+    return pageByIdDesc(this.ds.getRepository(Cron).createQueryBuilder('c').where('c.app_id = :appId', { appId: app.id }), 'cron', page);
+  }
+
+  async runs(ctx: Context, slug: string, id: string, page: { first?: number | null; after?: string | null }): Promise<Page<CronRun>> {
+    const cron = await this.get(ctx, slug, id);
+    return pageByIdDesc(this.ds.getRepository(CronRun).createQueryBuilder('r').where('r.cron_id = :id', { id: cron.id }), 'run', page);
+  }
+
+  /** Deletes the cron and its runs; no further runs are scheduled. A run in progress is stopped. */
+  async delete(ctx: Context, slug: string, id: string): Promise<string> {
+    const cron = await this.get(ctx, slug, id);
+    await this.ds.getRepository(Cron).delete({ id: cron.id });
+    for (const [runId, abort] of this.executions) if (runId.startsWith(`${cron.id}/`)) abort.abort();
+    return cron.id;
+  }
+
+  /** Pauses (no due times) or resumes (the next due time after now). */
+  async setEnabled(ctx: Context, slug: string, id: string, enabled: boolean): Promise<Cron> {
+    const cron = await this.get(ctx, slug, id);
+    if (cron.enabled === enabled) return cron;
+    const now = this.clock.now();
+    cron.enabled = enabled;
+    cron.nextRunAt = enabled ? this.parse(cron.schedule).next(now) : null;
+    cron.updatedAt = now;
+    await this.ds.getRepository(Cron).update({ id: cron.id }, { enabled, nextRunAt: cron.nextRunAt, updatedAt: now });
+    return cron;
+  }
+
+  /** Runs the command now, outside the schedule (also while paused). */
+  async runNow(ctx: Context, slug: string, id: string): Promise<CronRun> {
+    const cron = await this.get(ctx, slug, id);
+    const run = await inTransaction(this.ds, async (tx) => {
+      await tx.findOneOrFail(Cron, { where: { id: cron.id }, lock: { mode: 'pessimistic_write' } });
+      if (await this.isRunning(tx, cron.id)) throw ValidationFailed.field('id', 'has a run in progress');
+      return this.startRun(tx, cron, this.clock.now(), true);
+    });
+    this.execute(run, cron);
+    return run;
+  }
+
+  private async isRunning(tx: EntityManager, cronId: string): Promise<boolean> {
+    return (await tx.countBy(CronRun, { cronId, status: CronRunStatus.RUNNING })) > 0;
+  }
+
+  /** Records the run for a due time: RUNNING, or SKIPPED_DEPLETED when the owner has no energy. */
+  private async startRun(tx: EntityManager, cron: Cron, scheduledAt: Date, manual: boolean): Promise<CronRun> {
+    const app = await tx.findOneByOrFail(App, { id: cron.appId });
+    const run = this.newRun(cron, scheduledAt, manual, (await this.energy.balanceIn(tx, app.ownerId)).depleted);
+    await tx.insert(CronRun, run);
+    return run;
+  }
+
+  private newRun(cron: Cron, scheduledAt: Date, manual: boolean, depleted: boolean): CronRun {
+    const now = this.clock.now();
+    return Object.assign(new CronRun(), {
+      id: newId('run', now),
+      cronId: cron.id,
+      status: depleted ? CronRunStatus.SKIPPED_DEPLETED : CronRunStatus.RUNNING,
+      exitCode: null,
+      scheduledAt,
+      startedAt: depleted ? null : now,
+      finishedAt: depleted ? now : null,
+      manual,
+    });
+  }
+
+  /** One pass of the scheduler: fires every cron whose due time has come. Returns runs recorded. */
+  tick(): Promise<number> {
+    // One pass at a time per gateway; other gateways are kept apart by row locks.
+    this.ticking ??= this.tickOnce().finally(() => (this.ticking = null));
+    return this.ticking;
+  }
+
+  private async tickOnce(): Promise<number> {
+    if (this.stopped) return 0;
+    const now = this.clock.now();
+    // One connection for the whole tick: the runs it starts must not keep it waiting for the pool.
+    const runner = this.ds.createQueryRunner();
+    await runner.connect();
+    try {
+      // Runs whose gateway died mid-run would block their cron forever: give them up.
+      await runner.query(`UPDATE cron_runs SET status = $1, finished_at = $2 WHERE status = 'running' AND started_at < $3`, [
+        CronRunStatus.FAILED,
+        now,
+        // The margin lets a live gateway record its own timed-out run (exit 137) first.
+        new Date(now.getTime() - this.opts.runTimeoutMs - Math.min(MINUTE, this.opts.runTimeoutMs)),
+      ]);
+      // Batch after batch until nothing due is left: thousands of crons due in the same minute
+      // must all start now, not a batch per tick. Each batch commits on its own, so other
+      // gateways claim the rows this one has not locked.
+      let recorded = 0;
+      for (let batch = 0; batch < TICK_MAX_BATCHES && !this.stopped; batch++) {
+        const { claimed, runs } = await runner.manager.transaction((tx) => this.claimDue(tx, now));
+        recorded += runs.length;
+        for (const { run, cron, app } of runs) this.execute(run, cron, app);
+        if (claimed < TICK_BATCH) break;
+      }
+      return recorded;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** Claims up to a batch of due crons, moves them to their next due time and records their runs. */
+  private async claimDue(tx: EntityManager, now: Date): Promise<{ claimed: number; runs: Array<{ run: CronRun; cron: Cron; app: App }> }> {
+    const due = await tx
+      .getRepository(Cron)
+      .createQueryBuilder('c')
+      .where('c.enabled AND c.next_run_at <= :now', { now })
+      .orderBy('c.next_run_at')
+      .limit(TICK_BATCH)
+      .setLock('pessimistic_write')
+      .setOnLocked('skip_locked')
+      .getMany();
+    if (due.length === 0) return { claimed: 0, runs: [] };
+    await tx.query(`UPDATE crons c SET next_run_at = v.next FROM unnest($1::text[], $2::timestamptz[]) AS v(id, next) WHERE c.id = v.id`, [
+      due.map((c) => c.id),
+      due.map((c) => this.parse(c.schedule).next(now)),
+    ]);
+    const fresh = due.filter((c) => now.getTime() - c.nextRunAt!.getTime() <= this.opts.missedAfterMs); // else missed while down
+    if (fresh.length === 0) return { claimed: due.length, runs: [] };
+    const ids = fresh.map((c) => c.id);
+    const busy = new Set<string>(
+      (await tx.query(`SELECT DISTINCT cron_id FROM cron_runs WHERE status = 'running' AND cron_id = ANY($1)`, [ids])).map((r: { cron_id: string }) => r.cron_id),
+    ); // the previous run still runs
+    const done = new Set<string>(
+      (
+        await tx.query(
+          `SELECT r.cron_id FROM cron_runs r JOIN unnest($1::text[], $2::timestamptz[]) AS v(id, at) ON r.cron_id = v.id AND r.scheduled_at = v.at
+            WHERE NOT r.manual`,
+          [ids, fresh.map((c) => c.nextRunAt)],
+        )
+      ).map((r: { cron_id: string }) => r.cron_id),
+    );
+    const toRun = fresh.filter((c) => !busy.has(c.id) && !done.has(c.id));
+    if (toRun.length === 0) return { claimed: due.length, runs: [] };
+    const apps = new Map((await tx.findBy(App, { id: In([...new Set(toRun.map((c) => c.appId))]) })).map((a) => [a.id, a]));
+    const balances = await this.energy.balancesIn(tx, [...apps.values()].map((a) => a.ownerId));
+    const runs = toRun.map((cron) => {
+      const app = apps.get(cron.appId)!;
+      return { run: this.newRun(cron, cron.nextRunAt!, false, balances.get(app.ownerId)!.depleted), cron, app };
+    });
+    await tx.insert(CronRun, runs.map((r) => r.run));
+    return { claimed: due.length, runs };
+  }
+
+  /** Runs the command through the runtime, records the outcome, and charges its minutes. */
+  private execute(run: CronRun, cron: Cron, known?: App): void {
+    if (run.status !== CronRunStatus.RUNNING) return;
+    const abort = new AbortController();
+    const timeout = setTimeout(() => abort.abort(), this.opts.runTimeoutMs);
+    const key = `${cron.id}/${run.id}`;
+    this.executions.set(key, abort);
+    const task = (async () => {
+      try {
+        const app = known ?? (await this.ds.getRepository(App).findOneByOrFail({ id: cron.appId }));
+        let exitCode: number;
+        try {
+          ({ exitCode } = await this.runtime.runCommand({ slug: app.slug, command: cron.command }, abort.signal));
+        } catch (err) {
+          if (!abort.signal.aborted) throw err;
+          exitCode = 137; // stopped: timed out, cron deleted, or gateway shutting down
+        }
+        const finishedAt = this.clock.now();
+        const minutes = Math.max(1, Math.ceil((finishedAt.getTime() - run.startedAt!.getTime()) / MINUTE));
+        await inTransaction(this.ds, async (tx) => {
+          const [, updated] = await tx.query(
+            `UPDATE cron_runs SET status = $2, exit_code = $3, finished_at = $4 WHERE id = $1 AND status = 'running'`,
+            [run.id, exitCode === 0 ? CronRunStatus.SUCCESS : CronRunStatus.FAILED, exitCode, finishedAt],
+          );
+          if (updated) await this.energy.consume(tx, app.ownerId, minutes, EnergyReason.CRON_RUN, run.id);
+        });
+      } catch (err) {
+        this.opts.onError(err);
+      } finally {
+        clearTimeout(timeout);
+        this.executions.delete(key);
+      }
+    })();
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task));
+  }
+
+  start(tickMs: number): void {
+    if (tickMs <= 0) return;
+    this.timer = setInterval(() => void this.tick().catch(this.opts.onError), tickMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.ticking?.catch(() => undefined);
+    for (const abort of this.executions.values()) abort.abort();
+    await Promise.allSettled([...this.tasks]);
+  }
+}

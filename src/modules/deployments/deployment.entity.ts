@@ -1,0 +1,84 @@
+import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
+import { App } from '../apps/app.entity';
+
+export enum DeploymentStatus {
+  BUILDING = 'building',
+  LIVE = 'live',
+  FAILED = 'failed',
+}
+registerEnumType(DeploymentStatus, {
+  name: 'DeploymentStatus',
+  description: 'Lifecycle of a deployment: BUILDING, then LIVE or FAILED.',
+});
+
+@ObjectType({ description: 'One build and release of an egg.' })
+@Entity('deployments')
+@Index(['appId', 'id'])
+export class Deployment {
+  @Field(() => ID, { description: 'Deployment id, `dep_…`; ids sort by creation time.' })
+  @PrimaryColumn('text')
+  id: string;
+
+  @Column('text')
+  appId: string;
+
+  @ManyToOne(() => App, { onDelete: 'CASCADE' })
+  app?: App;
+
+  @Field(() => DeploymentStatus, { description: 'Current status.' })
+  @Index()
+  @Column('text')
+  status: DeploymentStatus;
+
+  @Field(() => String, { description: "This deployment's own public address." })
+  @Column('text')
+  url: string;
+
+  /** The deploy env, sealed with the gateway's key; values are never returned. */
+  @Column('text', { nullable: true })
+  envSealed: string | null;
+
+  @Field(() => [String], { description: 'Names of the environment variables the deployment was given; values are never returned.' })
+  @Column('text', { array: true, default: () => "'{}'" })
+  envKeys: string[];
+
+  @Field(() => Int, { description: 'Memory in MB the deployment runs with.' })
+  @Column('integer')
+  memoryMb: number;
+
+  @Field(() => Int, { nullable: true, description: 'Size in MB of the volume mounted at /data; null: none.' })
+  @Column('integer', { nullable: true })
+  volumeMb: number | null;
+
+  @Field(() => String, { nullable: true, description: 'Why the deployment failed; null unless FAILED.' })
+  @Column('text', { nullable: true })
+  failureReason: string | null;
+
+  @Column('text')
+  createdById: string;
+
+  /** Increases with every change, so a stream can tell stale events from new ones whatever the clock says. */
+  @Column('integer', { default: 1 })
+  revision: number;
+
+  /** Up to when the running deployment has been charged energy. */
+  @Column('timestamptz', { nullable: true })
+  meteredUntil: Date | null;
+
+  /** While building: until when the builder holding it counts as alive (crash recovery). */
+  @Column('timestamptz', { nullable: true })
+  leaseUntil: Date | null;
+
+  @Field(() => Date, { description: 'When the deployment was created.' })
+  @Column('timestamptz')
+  createdAt: Date;
+
+  @Field(() => Date, { description: 'When the deployment last changed.' })
+  @Column('timestamptz')
+  updatedAt: Date;
+
+  @Field(() => Date, { nullable: true, description: 'When the build ended (LIVE or FAILED); null while BUILDING.' })
+  @Column('timestamptz', { nullable: true })
+  finishedAt: Date | null;
+}

@@ -1,0 +1,44 @@
+import { GraphQLJSONObject } from 'graphql-scalars';
+import { ArgsType, Field, InputType, Int } from 'type-graphql';
+import { PageArgs } from '../../graphql/pagination';
+import { DeploymentStatus } from './deployment.entity';
+import { LogType } from './log-line.entity';
+
+@InputType({ description: 'What to deploy.' })
+export class DeployInput {
+  @Field(() => String, { description: 'Slug of an egg the caller owns or collaborates on.' })
+  project: string;
+
+  @Field(() => GraphQLJSONObject, {
+    nullable: true,
+    description: 'Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` to string values. Stored encrypted; never returned.',
+  })
+  env?: Record<string, unknown> | null;
+}
+
+@ArgsType()
+export class DeploymentsPageArgs extends PageArgs {
+  @Field(() => DeploymentStatus, { nullable: true, description: 'Only deployments in this status.' })
+  status?: DeploymentStatus | null;
+}
+
+@ArgsType()
+export class DeploymentsArgs extends DeploymentsPageArgs {
+  @Field(() => String, { nullable: true, description: 'Only deployments of this egg (slug).' })
+  project?: string | null;
+}
+
+@ArgsType()
+export class LogsArgs {
+  @Field(() => LogType, { nullable: true, description: 'Only lines of this type; both when omitted.' })
+  type?: LogType | null;
+
+  @Field(() => Date, { nullable: true, description: 'Only lines written after this moment (exclusive).' })
+  since?: Date | null;
+
+  @Field(() => Int, { nullable: true, description: 'Page size, 1 to 1000; default 100.' })
+  first?: number | null;
+
+  @Field(() => String, { nullable: true, description: 'Cursor after which the page starts (`pageInfo.endCursor`).' })
+  after?: string | null;
+}

@@ -1,0 +1,116 @@
+import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Context } from '../../graphql/context';
+import { Connection } from '../../graphql/pagination';
+import { pageComplexity } from '../../graphql/limits';
+import { App } from '../apps/app.entity';
+import { Deployment, DeploymentStatus } from './deployment.entity';
+import { DeployInput, DeploymentsArgs, LogsArgs } from './deployments.inputs';
+import { LOG_PAGE_DEFAULT, LOG_PAGE_MAX } from './deployments.service';
+import { LogLine, LogType } from './log-line.entity';
+
+export const DeploymentConnection = Connection(Deployment, 'Deployment');
+const LogLineConnection = Connection(LogLine, 'LogLine');
+
+interface StatusArgs {
+  id: string;
+}
+interface LogStreamArgs {
+  id: string;
+  type?: LogType | null;
+  since?: Date | null;
+}
+
+@Resolver(() => Deployment)
+export class DeploymentsResolver {
+  @Query(() => Deployment, { description: 'A deployment of an egg the caller can see.' })
+  deployment(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'Deployment id.' }) id: string): Promise<Deployment> {
+    return ctx.services.deployments.get(ctx, id);
+  }
+
+  @Query(() => DeploymentConnection, { description: 'Deployments of the eggs the caller can see, newest first.' })
+  deployments(@Ctx() ctx: Context, @Args(() => DeploymentsArgs) args: DeploymentsArgs) {
+    return ctx.services.deployments.list(ctx, args);
+  }
+
+  @Mutation(() => Deployment, { description: 'Starts a deployment; it is BUILDING, then LIVE or FAILED.' })
+  deploy(
+    @Ctx() ctx: Context,
+    @Arg('input', () => DeployInput, { description: 'What to deploy.' }) input: DeployInput,
+    @Arg('idempotencyKey', () => String, {
+      nullable: true,
+      description: 'Retrying with the same key and input returns the first result instead of deploying twice (24 hours, per account).',
+    })
+    idempotencyKey?: string | null,
+  ): Promise<Deployment> {
+    return ctx.services.deployments.deploy(ctx, input, idempotencyKey);
+  }
+
+  @Mutation(() => ID, { description: 'Deletes a deployment and its logs; returns its id.' })
+  deleteDeployment(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'Deployment id.' }) id: string): Promise<string> {
+    return ctx.services.deployments.delete(ctx, id);
+  }
+
+  @Mutation(() => Deployment, { description: 'Builds a new deployment with the same env as `id`, and the egg’s current memory.' })
+  redeploy(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'The deployment to build again.' }) id: string): Promise<Deployment> {
+    return ctx.services.deployments.redeploy(ctx, id);
+  }
+
+  @Mutation(() => App, { description: 'Makes an earlier live deployment the egg’s current one again, without a rebuild; the main URL follows.' })
+  rollback(
+    @Ctx() ctx: Context,
+    @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
+    @Arg('to', () => ID, { description: 'A live deployment of the egg.' }) to: string,
+  ): Promise<App> {
+    return ctx.services.deployments.rollback(ctx, app, to);
+  }
+
+  @Mutation(() => App, { description: 'Restarts the egg’s current deployment; it picks up the egg’s effective memory.' })
+  restartApp(@Ctx() ctx: Context, @Arg('slug', () => String, { description: 'The egg’s slug.' }) slug: string): Promise<App> {
+    return ctx.services.deployments.restartApp(ctx, slug);
+  }
+
+  @FieldResolver(() => Boolean, { description: 'Whether `rollback` can make this deployment current: it is LIVE and not current.' })
+  async canRollback(@Root() d: Deployment, @Ctx() ctx: Context): Promise<boolean> {
+    if (d.status !== DeploymentStatus.LIVE) return false;
+    const app = await ctx.loaders.appById.load(d.appId);
+    return app !== null && app.currentDeploymentId !== d.id;
+  }
+
+  @FieldResolver(() => App, { description: 'The egg deployed.' })
+  async app(@Root() d: Deployment, @Ctx() ctx: Context): Promise<App> {
+    return (await ctx.loaders.appById.load(d.appId))!;
+  }
+
+  @FieldResolver(() => LogLineConnection, {
+    description: 'Build and runtime log lines, oldest first.',
+    complexity: pageComplexity(LOG_PAGE_DEFAULT, LOG_PAGE_MAX),
+  })
+  logs(@Root() d: Deployment, @Ctx() ctx: Context, @Args(() => LogsArgs) args: LogsArgs) {
+    return ctx.services.deployments.logs(ctx, d, args);
+  }
+
+  @Subscription(() => Deployment, {
+    description: 'The deployment’s current state at once, then every change; completes when it is deleted.',
+    subscribe: ({ args, context }) => (context as Context).services.deployments.watchStatus(context as Context, (args as StatusArgs).id),
+  })
+  deploymentStatus(@Root() d: Deployment, @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string): Deployment {
+    return d;
+  }
+
+  @Subscription(() => LogLine, {
+    description:
+      'Stored lines after `since` (all when omitted), then live lines, with none lost or repeated. A BUILD stream completes when the build ends; every stream completes when the deployment is deleted.',
+    subscribe: ({ args, context }) => {
+      const a = args as LogStreamArgs;
+      return (context as Context).services.deployments.watchLogs(context as Context, a.id, a.type ?? null, a.since ?? null);
+    },
+  })
+  deploymentLogs(
+    @Root() line: LogLine,
+    @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string,
+    @Arg('type', () => LogType, { nullable: true, description: 'Only lines of this type.' }) _type?: LogType,
+    @Arg('since', () => Date, { nullable: true, description: 'Only lines written after this moment.' }) _since?: Date,
+  ): LogLine {
+    return line;
+  }
+}

@@ -1,0 +1,492 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { Clock } from '../../clock';
+import { AfterCommit, inTransaction } from '../../db/transaction';
+import { FieldError, NotFound, ValidationFailed } from '../../errors';
+import { Context, requireViewer } from '../../graphql/context';
+import { decodeCursor, Page, pageByIdDesc, pageSize, toPage } from '../../graphql/pagination';
+import { endWithConsumer, listenNow, PubSub } from '../../graphql/pubsub';
+import { newId } from '../../ids';
+import { BuildResult, EggSpec, Runtime } from '../../runtime/runtime.port';
+import { SecretBox } from '../../secrets';
+import type { Metrics } from '../../metrics';
+import { App, effectiveMemoryMb, TIERS } from '../apps/app.entity';
+import { AppsService, VISIBLE_APP_IDS } from '../apps/apps.service';
+import { VolumesService } from '../volumes/volumes.service';
+import { WebhooksService } from '../webhooks/webhooks.service';
+import { Deployment, DeploymentStatus } from './deployment.entity';
+import { DeploymentEvent } from './deployments.topics';
+import { BuildSupervisor } from './deployments.supervisor';
+import { IdempotencyKey } from './idempotency-key.entity';
+import { LogLine, LogType } from './log-line.entity';
+import { LogWriter } from './log-writer';
+
+const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_ENV_VARS = 200;
+const MAX_ENV_VALUE = 32 * 1024;
+const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+export const LOG_PAGE_MAX = 1000;
+export const LOG_PAGE_DEFAULT = 100;
+const REPLAY_BATCH = 500;
+
+export interface DeployInput {
+  project: string;
+  env?: Record<string, unknown> | null;
+}
+
+export interface LogQuery {
+  type?: LogType | null;
+  since?: Date | null;
+  first?: number | null;
+  after?: string | null;
+}
+
+export interface DeploymentsDeps {
+  ds: DataSource;
+  clock: Clock;
+  pubsub: PubSub;
+  apps: AppsService;
+  volumes: VolumesService;
+  webhooks: WebhooksService;
+  box: SecretBox;
+  runtime: Runtime;
+  appsDomain: string;
+  leaseMs?: number;
+  onError: (err: unknown) => void;
+  metrics?: Metrics;
+}
+
+export class DeploymentsService {
+  readonly writer: LogWriter;
+  readonly supervisor: BuildSupervisor;
+  private readonly ds: DataSource;
+  private readonly clock: Clock;
+
+  constructor(private readonly deps: DeploymentsDeps) {
+    this.ds = deps.ds;
+    this.clock = deps.clock;
+    this.writer = new LogWriter(deps.ds, deps.pubsub, deps.clock, { onError: deps.onError, metrics: deps.metrics });
+    this.supervisor = new BuildSupervisor(
+      deps.ds,
+      deps.runtime,
+      this.writer,
+      deps.clock,
+      {
+        spec: (d) => this.spec(d),
+        finish: (id, r) => this.finishBuild(id, r),
+        wake: async (id) => (await this.applyEffectiveMemory(id))?.memoryMb ?? null,
+        onError: deps.onError,
+      },
+      deps.leaseMs ?? 30_000,
+      deps.pubsub,
+    );
+  }
+
+  async start(): Promise<void> {
+    this.supervisor.start();
+    await this.supervisor.reclaimOrphans();
+    await this.supervisor.resumeRunning();
+  }
+
+  async stop(): Promise<void> {
+    await this.supervisor.stop();
+    await this.writer.close();
+  }
+
+  async deploy(ctx: Context, input: DeployInput, idempotencyKey?: string | null): Promise<Deployment> {
+    const viewer = requireViewer(ctx);
+    const env = this.validateEnv(input.env);
+    if (idempotencyKey !== undefined && idempotencyKey !== null && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
+      throw ValidationFailed.field('idempotencyKey', 'must be 1 to 255 characters');
+    }
+    const app = await this.deps.apps.getVisible(ctx, input.project);
+    const digest = this.deps.box.digest(JSON.stringify([app.id, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))]));
+
+    const { deployment, created } = await inTransaction(this.ds, async (tx, afterCommit) => {
+      const now = this.clock.now();
+      if (idempotencyKey) {
+        const replay = await this.claimIdempotencyKey(tx, viewer.id, idempotencyKey, digest, now);
+        if (replay) return { deployment: replay, created: false };
+      }
+      const deployment = await this.insertDeployment(tx, app, viewer.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
+      if (idempotencyKey) {
+        await tx.query('UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND key = $3', [
+          JSON.stringify(this.snapshot(deployment)),
+          viewer.id,
+          idempotencyKey,
+        ]);
+      }
+      await this.announce(tx, afterCommit, deployment, app.slug);
+      return { deployment, created: true };
+    });
+    if (created) this.supervisor.build(deployment);
+    return deployment;
+  }
+
+  /** A new BUILDING deployment of `app` with the egg's effective memory and volume, leased to this gateway. */
+  private async insertDeployment(tx: EntityManager, app: App, userId: string, envSealed: string | null, envKeys: string[], now: Date): Promise<Deployment> {
+    const id = newId('dep', now);
+    const deployment = tx.create(Deployment, {
+      id,
+      appId: app.id,
+      status: DeploymentStatus.BUILDING,
+      revision: 1,
+      url: `https://${app.slug}-${id.slice(-8)}.${this.deps.appsDomain}`,
+      envSealed,
+      envKeys: [...envKeys].sort(),
+      memoryMb: effectiveMemoryMb(app),
+      volumeMb: await this.deps.volumes.mountedSizeMb(tx, app.id),
+      failureReason: null,
+      createdById: userId,
+      leaseUntil: this.supervisor.leaseFrom(now),
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    });
+    await tx.insert(Deployment, deployment);
+    return deployment;
+  }
+
+  /** A new deployment with the same env as `id`, and the egg's memory and volume as they are now. */
+  async redeploy(ctx: Context, id: string): Promise<Deployment> {
+    const viewer = requireViewer(ctx);
+    const source = await this.get(ctx, id);
+    const deployment = await inTransaction(this.ds, async (tx, afterCommit) => {
+      const app = await tx.findOneByOrFail(App, { id: source.appId });
+      const d = await this.insertDeployment(tx, app, viewer.id, source.envSealed, source.envKeys, this.clock.now());
+      await this.announce(tx, afterCommit, d, app.slug);
+      return d;
+    });
+    this.supervisor.build(deployment);
+    return deployment;
+  }
+
+  /** Points the egg's main URL at an earlier live deployment again, without a rebuild. */
+  async rollback(ctx: Context, slug: string, to: string): Promise<App> {
+    const app = await this.deps.apps.getVisible(ctx, slug);
+    const target = await this.ds.getRepository(Deployment).findOneBy({ id: to, appId: app.id });
+    if (!target) throw new NotFound('Deployment', to);
+    if (target.status !== DeploymentStatus.LIVE) throw ValidationFailed.field('to', `is ${target.status}: only a live deployment can be rolled back to`);
+    const updated = await inTransaction(this.ds, async (tx) => {
+      const locked = await this.deps.apps.lock(tx, app.id);
+      if (locked.currentDeploymentId === to) throw ValidationFailed.field('to', 'is already the current deployment');
+      await this.makeCurrent(tx, app.id, to);
+      locked.currentDeploymentId = to;
+      return locked;
+    });
+    ctx.loaders.appById.clear(app.id);
+    await this.supervisor.run(target);
+    return updated;
+  }
+
+  /**
+   * Points the egg at another deployment. Its energy metering starts now: the time it spent
+   * not current was not running for this egg (and the deployment that was current paid for it).
+   */
+  private async makeCurrent(tx: EntityManager, appId: string, deploymentId: string | null): Promise<void> {
+    await tx.update(App, { id: appId }, { currentDeploymentId: deploymentId });
+    if (deploymentId) await tx.update(Deployment, { id: deploymentId }, { meteredUntil: this.clock.now() });
+  }
+
+  /** Restarts the egg's current deployment with the memory the egg should have now. */
+  async restartApp(ctx: Context, slug: string): Promise<App> {
+    const app = await this.deps.apps.getVisible(ctx, slug);
+    if (!app.currentDeploymentId) throw ValidationFailed.field('slug', 'has no live deployment to restart');
+    const deployment = await this.applyEffectiveMemory(app.currentDeploymentId);
+    if (deployment) await this.supervisor.restart(deployment);
+    return app;
+  }
+
+  /**
+   * Records that a deployment now runs with its egg's effective memory (restart or wake) and
+   * returns it; null if it is gone.
+   */
+  async applyEffectiveMemory(deploymentId: string): Promise<Deployment | null> {
+    return inTransaction(this.ds, async (tx, afterCommit) => {
+      const d = await tx.findOne(Deployment, { where: { id: deploymentId }, lock: { mode: 'pessimistic_write' } });
+      if (!d) return null;
+      const app = await tx.findOneByOrFail(App, { id: d.appId });
+      const now = this.clock.now();
+      d.memoryMb = effectiveMemoryMb(app);
+      d.updatedAt = now;
+      d.revision += 1;
+      await tx.update(Deployment, { id: d.id }, { memoryMb: d.memoryMb, updatedAt: now, revision: d.revision });
+      afterCommit(() => this.publish(d.id, { kind: 'status', deployment: d }));
+      return d;
+    });
+  }
+
+  /**
+   * Takes the key for this request, or returns the first response made under it. A concurrent
+   * request with the same key waits on the row until the first one commits.
+   */
+  private async claimIdempotencyKey(tx: EntityManager, userId: string, key: string, digest: string, now: Date): Promise<Deployment | null> {
+    await tx.query('DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < $3', [
+      userId,
+      key,
+      new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
+    ]);
+    const inserted = await tx.query(
+      `INSERT INTO idempotency_keys (user_id, key, request_digest, response, created_at)
+       VALUES ($1, $2, $3, '{}', $4) ON CONFLICT DO NOTHING RETURNING key`,
+      [userId, key, digest, now],
+    );
+    if (inserted.length > 0) return null;
+    const existing = await tx.getRepository(IdempotencyKey).findOneByOrFail({ userId, key });
+    if (existing.requestDigest !== digest) {
+      throw ValidationFailed.field('idempotencyKey', 'was already used with a different request body');
+    }
+    return this.fromSnapshot(existing.response);
+  }
+
+  private snapshot(d: Deployment): Record<string, unknown> {
+    const { envSealed: _sealed, leaseUntil: _lease, app: _app, ...rest } = d;
+    return rest;
+  }
+
+  private fromSnapshot(s: Record<string, unknown>): Deployment {
+    const d = Object.assign(new Deployment(), s);
+    for (const k of ['createdAt', 'updatedAt', 'finishedAt'] as const) {
+      const v = s[k];
+      d[k] = (typeof v === 'string' ? new Date(v) : null) as Date;
+    }
+    return d;
+  }
+
+  private validateEnv(env: Record<string, unknown> | null | undefined): Record<string, string> {
+    if (env === null || env === undefined) return {};
+    if (typeof env !== 'object' || Array.isArray(env)) throw ValidationFailed.field('env', 'must be an object of names to string values');
+    const errors: FieldError[] = [];
+    const entries = Object.entries(env);
+    if (entries.length > MAX_ENV_VARS) errors.push({ field: 'env', message: `at most ${MAX_ENV_VARS} variables` });
+    for (const [k, v] of entries) {
+      if (!ENV_KEY_RE.test(k)) errors.push({ field: `env.${k}`, message: 'name must match ^[A-Za-z_][A-Za-z0-9_]*$' });
+      else if (typeof v !== 'string') errors.push({ field: `env.${k}`, message: 'value must be a string' });
+      else if (v.length > MAX_ENV_VALUE) errors.push({ field: `env.${k}`, message: `value must be at most ${MAX_ENV_VALUE} characters` });
+    }
+    if (errors.length) throw new ValidationFailed(errors);
+    return env as Record<string, string>;
+  }
+
+  async get(ctx: Context, id: string): Promise<Deployment> {
+    const viewer = requireViewer(ctx);
+    const d = await this.ds
+      .getRepository(Deployment)
+      .createQueryBuilder('d')
+      .where('d.id = :id', { id })
+      .andWhere(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .getOne();
+    if (!d) throw new NotFound('Deployment', id);
+    return d;
+  }
+
+  async list(
+    ctx: Context,
+    args: { project?: string | null; status?: DeploymentStatus | null; first?: number | null; after?: string | null },
+  ): Promise<Page<Deployment>> {
+    const viewer = requireViewer(ctx);
+    const qb = this.ds.getRepository(Deployment).createQueryBuilder('d');
+    if (args.project !== null && args.project !== undefined) {
+      const app = await this.deps.apps.getVisible(ctx, args.project);
+      qb.where('d.app_id = :appId', { appId: app.id });
+    } else {
+      qb.where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
+    }
+    if (args.status) qb.andWhere('d.status = :status', { status: args.status });
+    return pageByIdDesc(qb, 'dep', args);
+  }
+
+  /** Deletes a deployment with its logs; the egg's main URL falls back to the newest live one left. */
+  async delete(ctx: Context, id: string): Promise<string> {
+    const deployment = await this.get(ctx, id);
+    const wasCurrent = await inTransaction(this.ds, async (tx, afterCommit) => {
+      const [app] = await tx.query('SELECT current_deployment_id FROM apps WHERE id = $1 FOR UPDATE', [deployment.appId]);
+      await tx.delete(Deployment, { id });
+      if (app?.current_deployment_id === id) {
+        const next = await tx.findOne(Deployment, {
+          where: { appId: deployment.appId, status: DeploymentStatus.LIVE },
+          order: { id: 'DESC' },
+        });
+        await this.makeCurrent(tx, deployment.appId, next?.id ?? null);
+      }
+      afterCommit(() => {
+        this.supervisor.cancel(id);
+        this.publish(id, { kind: 'deleted', id });
+      });
+      return app?.current_deployment_id === id;
+    });
+    // The gateway running the egg, whichever it is, switches to the successor or stops.
+    if (wasCurrent) await this.supervisor.changed(deployment.appId);
+    return id;
+  }
+
+  async logs(ctx: Context, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
+    requireViewer(ctx);
+    const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
+    const after = decodeCursor(q.after, (k) => /^seq:\d{1,10}$/.test(k));
+    const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
+    return toPage(rows, limit, (l) => `seq:${l.seq}`);
+  }
+
+  private readLogs(deploymentId: string, afterSeq: number, type: LogType | null, since: Date | null, limit: number): Promise<LogLine[]> {
+    const qb = this.ds
+      .getRepository(LogLine)
+      .createQueryBuilder('l')
+      .where('l.deployment_id = :deploymentId AND l.seq > :afterSeq', { deploymentId, afterSeq })
+      .orderBy('l.seq', 'ASC')
+      .limit(limit);
+    if (type) qb.andWhere('l.type = :type', { type });
+    if (since) qb.andWhere('l.timestamp > :since', { since });
+    return qb.getMany();
+  }
+
+  /** The current state at once, then every change; ends when the deployment is deleted. */
+  async watchStatus(ctx: Context, id: string): Promise<AsyncIterable<Deployment>> {
+    await this.get(ctx, id);
+    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id);
+    const repo = this.ds.getRepository(Deployment);
+    const stream = (async function* () {
+      try {
+        const current = await repo.findOneBy({ id });
+        if (!current) return;
+        let last = current;
+        yield current;
+        for (;;) {
+          const { value, done } = await events.next();
+          if (done || value.kind === 'deleted') return;
+          if (value.kind === 'resync') {
+            // Changes may have been missed: the row says where it stands.
+            const now = await repo.findOneBy({ id });
+            if (!now) return;
+            if (now.revision <= last.revision) continue;
+            last = now;
+            yield last;
+            continue;
+          }
+          if (value.kind !== 'status' || value.deployment.revision <= last.revision) continue;
+          last = value.deployment;
+          yield last;
+        }
+      } finally {
+        await events.close();
+      }
+    })();
+    return endWithConsumer(stream, events);
+  }
+
+  /**
+   * Stored lines after `since`, then live ones. We listen before reading storage and drop live
+   * lines at or below the last replayed sequence, so nothing is lost or repeated at the seam.
+   * A BUILD stream ends with the build: every build line is stored before the status changes.
+   */
+  async watchLogs(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
+    await this.get(ctx, id);
+    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id);
+    const repo = this.ds.getRepository(Deployment);
+    const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
+    const stream = (async function* () {
+      try {
+        const deployment = await repo.findOneBy({ id });
+        if (!deployment) return;
+        const buildOver = deployment.status !== DeploymentStatus.BUILDING;
+        let lastSeq = 0;
+        /** Stored lines after the last one streamed and before `before`. */
+        const stored = async function* (before = Infinity) {
+          for (let more = true; more; ) {
+            const batch = await read(lastSeq);
+            more = batch.length === REPLAY_BATCH;
+            for (const line of batch) {
+              if (line.seq >= before) return;
+              lastSeq = line.seq;
+              yield line;
+            }
+          }
+        };
+        yield* stored();
+        if (type === LogType.BUILD && buildOver) return;
+        for (;;) {
+          const { value, done } = await events.next();
+          if (done || value.kind === 'deleted') return;
+          if (value.kind === 'resync') {
+            // Events may have been missed: lines are in storage, the end of the build in the row.
+            yield* stored();
+            const now = await repo.findOneBy({ id });
+            if (!now || (type === LogType.BUILD && now.status !== DeploymentStatus.BUILDING)) return;
+            continue;
+          }
+          if (value.kind === 'status') {
+            if (type === LogType.BUILD && value.deployment.status !== DeploymentStatus.BUILDING) return;
+            continue;
+          }
+          const line = value.line;
+          if (line.seq <= lastSeq) continue;
+          // Lines missed on the way from another gateway (overtaken, or sent while this one's bus
+          // was reconnecting) are stored already: their writer stores before it publishes.
+          if (line.seq > lastSeq + 1) yield* stored(line.seq);
+          lastSeq = line.seq;
+          if ((type && line.type !== type) || (since && line.timestamp <= since)) continue;
+          yield line;
+        }
+      } finally {
+        await events.close();
+      }
+    })();
+    return endWithConsumer(stream, events);
+  }
+
+  /** building → live | failed. A live deployment newer than the egg's current one becomes current. */
+  async finishBuild(id: string, result: BuildResult): Promise<Deployment | null> {
+    return inTransaction(this.ds, async (tx, afterCommit) => {
+      const d = await tx.findOne(Deployment, { where: { id }, lock: { mode: 'pessimistic_write' } });
+      if (!d || d.status !== DeploymentStatus.BUILDING) return null;
+      const now = this.clock.now();
+      d.status = result.ok ? DeploymentStatus.LIVE : DeploymentStatus.FAILED;
+      d.failureReason = result.ok ? null : result.reason;
+      d.updatedAt = now;
+      d.finishedAt = now;
+      d.leaseUntil = null;
+      const [[row]] = await tx.query(
+        `UPDATE deployments SET status = $2, failure_reason = $3, updated_at = $4, finished_at = $4, lease_until = NULL,
+                revision = revision + 1
+          WHERE id = $1 RETURNING revision`,
+        [id, d.status, d.failureReason, now],
+      );
+      d.revision = row.revision;
+      const app = await tx.findOneByOrFail(App, { id: d.appId });
+      await this.announce(tx, afterCommit, d, app.slug);
+      if (!result.ok) return null;
+      const promoted = await tx.query(
+        `UPDATE apps SET current_deployment_id = $1
+          WHERE id = $2 AND (current_deployment_id IS NULL OR current_deployment_id < $1)
+          RETURNING id`,
+        [id, d.appId],
+      );
+      return promoted[0].length > 0 ? d : null;
+    });
+  }
+
+  /** What the runtime needs to build or run a deployment. */
+  private async spec(d: Deployment): Promise<EggSpec> {
+    const app = await this.ds.getRepository(App).findOneByOrFail({ id: d.appId });
+    const env = d.envSealed ? (JSON.parse(this.deps.box.open(d.envSealed)) as Record<string, string>) : {};
+    return { deploymentId: d.id, slug: app.slug, env, memoryMb: d.memoryMb, sleeps: TIERS[app.tier].sleeps };
+  }
+
+  /**
+   * A status change goes to subscribers after commit, and to the egg's webhooks as a `deploy`
+   * event written in this same transaction (the outbox), so a crash cannot lose it.
+   */
+  private async announce(tx: EntityManager, afterCommit: AfterCommit, d: Deployment, slug: string): Promise<void> {
+    const queued = await this.deps.webhooks.enqueue(tx, d.appId, 'deploy', {
+      deployment: { id: d.id, status: d.status, url: d.url, created_at: d.createdAt.toISOString() },
+      project: slug,
+    });
+    afterCommit(() => {
+      this.publish(d.id, { kind: 'status', deployment: d });
+      if (queued) this.deps.webhooks.wake();
+    });
+  }
+
+  private publish(id: string, event: DeploymentEvent): void {
+    this.deps.pubsub.publish('DEPLOYMENT', id, event);
+  }
+}

@@ -1,0 +1,325 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { DataSource, In } from 'typeorm';
+import { Clock } from '../../clock';
+import type { PubSub } from '../../graphql/pubsub';
+import { EggSpec, Runtime, RunningEgg, BuildResult } from '../../runtime/runtime.port';
+import { Deployment, DeploymentStatus } from './deployment.entity';
+import { LogType } from './log-line.entity';
+import { RunnerEvent } from './deployments.topics';
+import { LogWriter } from './log-writer';
+
+export interface SupervisorHooks {
+  /** Loads what a build or run needs: the egg's slug and the decrypted env. */
+  spec(deployment: Deployment): Promise<EggSpec>;
+  /** Records the build's outcome; returns the deployment if it went live and became current. */
+  finish(deploymentId: string, result: BuildResult): Promise<Deployment | null>;
+  /** The runtime woke the deployment's egg: record it, and say with how much memory. */
+  wake(deploymentId: string): Promise<number | null>;
+  onError(err: unknown): void;
+}
+
+/**
+ * Drives the runtime: runs builds, keeps the current deployment of each egg running, and holds
+ * a lease on every build in progress. A build whose lease lapses (its gateway crashed) is
+ * claimed and resumed by `reclaimOrphans`, at start and then periodically.
+ *
+ * Each egg runs on one gateway: the one holding the egg's runner lease (`apps.runner_id`,
+ * `runner_lease_until`), renewed every third of `leaseMs` and claimed with an UPDATE that only
+ * matches a lapsed or released lease. So only that gateway writes the running deployment's log
+ * lines, which keeps the log writer's per-deployment sequence valid. A gateway that cannot renew
+ * stops its eggs before its leases can lapse; one that stops releases them, and the others
+ * claim them at once.
+ */
+export class BuildSupervisor {
+  /** This gateway, as the holder of runner leases. */
+  readonly runnerId = `gw_${randomBytes(9).toString('base64url')}`;
+  private readonly builds = new Map<string, AbortController>();
+  private readonly running = new Map<string, { deploymentId: string; egg: RunningEgg }>();
+  private readonly tasks = new Set<Promise<void>>();
+  /** Runner work on one egg runs one piece at a time, in order. */
+  private readonly eggQueues = new Map<string, Promise<void>>();
+  private leaseTimer: NodeJS.Timeout | null = null;
+  private fenceTimer: NodeJS.Timeout | null = null;
+  private ticking = false;
+  private tickAgain = false;
+  private runnerEvents: { return(value?: unknown): Promise<unknown> } | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly runtime: Runtime,
+    private readonly writer: LogWriter,
+    private readonly clock: Clock,
+    private readonly hooks: SupervisorHooks,
+    readonly leaseMs: number,
+    private readonly pubsub: PubSub,
+  ) {}
+
+  leaseFrom(now: Date): Date {
+    return new Date(now.getTime() + this.leaseMs);
+  }
+
+  start(): void {
+    this.leaseTimer = setInterval(() => this.tick(), Math.max(100, this.leaseMs / 3));
+    this.leaseTimer.unref();
+    this.armFence();
+    const events = this.pubsub.subscribe('RUNNERS');
+    this.runnerEvents = events;
+    this.track(async () => {
+      for await (const e of events) this.onRunnerEvent(e);
+    });
+  }
+
+  /** Starts the build of a deployment this process holds the lease on. */
+  build(deployment: Deployment, resumed = false): void {
+    if (this.stopped || this.builds.has(deployment.id)) return;
+    const abort = new AbortController();
+    this.builds.set(deployment.id, abort);
+    this.track(async () => {
+      try {
+        const spec = await this.hooks.spec(deployment);
+        await this.writer.open(deployment.id);
+        if (resumed) this.writer.append(deployment.id, LogType.BUILD, '==> Build resumed: the gateway building it stopped');
+        const result = await this.runtime.build(spec, (type, msg) => this.writer.append(deployment.id, type as LogType, msg), abort.signal);
+        // Every build line is stored and published before the status changes.
+        await this.writer.flush();
+        if (abort.signal.aborted) return;
+        const current = await this.hooks.finish(deployment.id, result);
+        // The build is over: stopping now has no lease of it to release.
+        this.builds.delete(deployment.id);
+        if (current) await this.run(current);
+        // Nothing more to write for it here unless it runs here.
+        if (![...this.running.values()].some((r) => r.deploymentId === deployment.id)) this.writer.forget(deployment.id);
+      } catch (err) {
+        if (!abort.signal.aborted) this.hooks.onError(err);
+      } finally {
+        this.builds.delete(deployment.id);
+      }
+    });
+  }
+
+  /** `deployment` became its egg's current one: whichever gateway runs the egg switches to it. */
+  async run(deployment: Deployment): Promise<void> {
+    await this.changed(deployment.appId);
+  }
+
+  /** Stops the egg's running instance and starts `deployment` again, with its current spec. */
+  async restart(deployment: Deployment): Promise<void> {
+    await this.changed(deployment.appId, deployment.id);
+  }
+
+  /**
+   * The egg's current deployment changed (or `restart` is to be restarted). If no live gateway
+   * runs the egg, this one claims it; the gateway running it, this one or another, looks again.
+   */
+  async changed(appId: string, restart: string | null = null): Promise<void> {
+    if (this.stopped) return;
+    const now = this.clock.now();
+    const [claimed]: [unknown[], number] = await this.ds.query(
+      `UPDATE apps SET runner_id = $2, runner_lease_until = $3
+        WHERE id = $1 AND current_deployment_id IS NOT NULL
+          AND (runner_id = $2 OR runner_lease_until IS NULL OR runner_lease_until < $4)
+        RETURNING id`,
+      [appId, this.runnerId, this.leaseFrom(now), now],
+    );
+    if (claimed.length > 0 || this.running.has(appId)) await this.reconcile(appId, restart);
+    else this.pubsub.publish('RUNNERS', { kind: 'changed', from: this.runnerId, appId, restart });
+  }
+
+  private onRunnerEvent(e: RunnerEvent): void {
+    if (this.stopped || e.from === this.runnerId) return;
+    // Every gateway looks: only the one whose lease it is finds anything to do.
+    if (e.kind === 'changed') this.track(() => this.reconcile(e.appId, e.restart));
+    else this.tick();
+  }
+
+  /**
+   * Makes what runs here for the egg match the database: its current deployment if this
+   * gateway holds the egg's runner lease, else nothing.
+   */
+  private reconcile(appId: string, restart: string | null = null): Promise<void> {
+    return this.serially(appId, async () => {
+      if (this.stopped) return;
+      const [row]: Array<{ id: string }> = await this.ds.query(
+        `SELECT d.id FROM apps a JOIN deployments d ON d.id = a.current_deployment_id AND d.status = $3
+          WHERE a.id = $1 AND a.runner_id = $2`,
+        [appId, this.runnerId, DeploymentStatus.LIVE],
+      );
+      const want = row?.id ?? null;
+      const have = this.running.get(appId);
+      if (have?.deploymentId === want && restart !== want) return;
+      if (have) await this.stopEgg(appId, have);
+      if (!want || this.stopped) return;
+      const deployment = await this.ds.getRepository(Deployment).findOneBy({ id: want });
+      if (!deployment || this.stopped) return;
+      const spec = await this.hooks.spec(deployment);
+      // Whoever wrote its lines before (its builder, an earlier runner elsewhere) is done.
+      await this.writer.resume(deployment.id);
+      if (this.stopped) return;
+      const egg = this.runtime.run(spec, (type, msg) => this.writer.append(deployment.id, type as LogType, msg), {
+        wake: () => this.hooks.wake(deployment.id),
+      });
+      this.running.set(appId, { deploymentId: deployment.id, egg });
+    });
+  }
+
+  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }): Promise<void> {
+    r.egg.stop();
+    if (this.running.get(appId) === r) this.running.delete(appId);
+    await this.writer.flush();
+    this.writer.forget(r.deploymentId);
+  }
+
+  private serially(appId: string, work: () => Promise<void>): Promise<void> {
+    const run = (this.eggQueues.get(appId) ?? Promise.resolve()).then(work);
+    const tail = run.catch(() => undefined);
+    this.eggQueues.set(appId, tail);
+    void tail.then(() => {
+      if (this.eggQueues.get(appId) === tail) this.eggQueues.delete(appId);
+    });
+    return run;
+  }
+
+  /** Stops whatever this process does for a deployment (it was deleted). */
+  cancel(deploymentId: string): void {
+    this.builds.get(deploymentId)?.abort();
+    for (const [appId, r] of this.running) {
+      if (r.deploymentId === deploymentId) {
+        r.egg.stop();
+        this.running.delete(appId);
+      }
+    }
+    this.writer.forget(deploymentId);
+  }
+
+  /** Claims builds whose builder's lease lapsed and resumes them here. */
+  async reclaimOrphans(): Promise<number> {
+    if (this.stopped) return 0;
+    const now = this.clock.now();
+    const [rows]: [Array<{ id: string }>, number] = await this.ds.query(
+      `UPDATE deployments SET lease_until = $1
+        WHERE status = $2 AND (lease_until IS NULL OR lease_until < $3)
+        RETURNING id`,
+      [this.leaseFrom(now), DeploymentStatus.BUILDING, now],
+    );
+    if (rows.length === 0) return 0;
+    const claimed = await this.ds.getRepository(Deployment).findBy({ id: In(rows.map((r) => r.id)) });
+    for (const d of claimed) this.build(d, true);
+    return claimed.length;
+  }
+
+  /**
+   * Renews this gateway's runner leases and claims eggs that no live gateway runs (never
+   * claimed, released, or lapsed with a gateway that died); then runs what it holds.
+   */
+  async resumeRunning(): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = performance.now();
+    const now = this.clock.now();
+    const [held]: [Array<{ id: string; current_deployment_id: string }>, number] = await this.ds.query(
+      `UPDATE apps SET runner_id = $1, runner_lease_until = $2
+        WHERE current_deployment_id IS NOT NULL
+          AND (runner_id = $1 OR runner_lease_until IS NULL OR runner_lease_until < $3)
+        RETURNING id, current_deployment_id`,
+      [this.runnerId, this.leaseFrom(now), now],
+    );
+    this.armFence(sentAt);
+    const want = new Map(held.map((r) => [r.id, r.current_deployment_id]));
+    const stale = [...this.running].filter(([appId, r]) => want.get(appId) !== r.deploymentId).map(([appId]) => appId);
+    const missing = [...want.keys()].filter((appId) => !this.running.has(appId));
+    for (const appId of [...stale, ...missing]) await this.reconcile(appId);
+  }
+
+  /** Renews leases and claims eggs; asked again while it runs, it runs once more after. */
+  private tick(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    this.track(async () => {
+      try {
+        do {
+          this.tickAgain = false;
+          await this.renewLeases().catch(this.hooks.onError);
+          await this.resumeRunning().catch(this.hooks.onError);
+        } while (this.tickAgain && !this.stopped);
+      } finally {
+        this.ticking = false;
+      }
+    });
+  }
+
+  /**
+   * Stops every egg here unless the runner leases are renewed in time: a gateway cut off from the
+   * database must stop writing before another may claim its eggs. Counted from when the last
+   * successful renewal was sent, in real time, whatever the clock says.
+   */
+  private armFence(renewedAt = performance.now()): void {
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    if (this.stopped) return;
+    const left = this.leaseMs * 0.8 - (performance.now() - renewedAt);
+    this.fenceTimer = setTimeout(() => {
+      if (this.running.size === 0 || this.stopped) return;
+      this.hooks.onError(new Error(`runner leases not renewed for ${this.leaseMs * 0.8} ms: stopping ${this.running.size} egg(s) here`));
+      for (const [appId, r] of [...this.running]) this.track(() => this.serially(appId, () => this.stopEgg(appId, r)));
+    }, Math.max(0, left));
+    this.fenceTimer.unref();
+  }
+
+  private async renewLeases(): Promise<void> {
+    const ids = [...this.builds.keys()];
+    if (ids.length === 0) return;
+    await this.ds.query('UPDATE deployments SET lease_until = $1 WHERE id = ANY($2) AND status = $3', [
+      this.leaseFrom(this.clock.now()),
+      ids,
+      DeploymentStatus.BUILDING,
+    ]);
+  }
+
+  private track(task: () => Promise<void>): void {
+    const p = task()
+      .catch((err) => this.hooks.onError(err))
+      .finally(() => this.tasks.delete(p));
+    this.tasks.add(p);
+  }
+
+  /**
+   * Stops running eggs and aborts builds, and releases their leases so that another gateway
+   * resumes the builds and runs the eggs.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    await this.runnerEvents?.return(undefined);
+    const interrupted = [...this.builds.keys()];
+    for (const abort of this.builds.values()) abort.abort();
+    for (const r of this.running.values()) r.egg.stop();
+    const ran = this.running.size;
+    this.running.clear();
+    await Promise.allSettled([...this.tasks]);
+    await this.writer.flush();
+    // Every line of the eggs it ran is stored: the next runner continues their sequences. If the
+    // database is unreachable now, the leases lapse instead.
+    try {
+      const [released]: [unknown[], number] = await this.ds.query(
+        'UPDATE apps SET runner_id = NULL, runner_lease_until = NULL WHERE runner_id = $1 RETURNING id',
+        [this.runnerId],
+      );
+      if (ran > 0 || released.length > 0) this.pubsub.publish('RUNNERS', { kind: 'released', from: this.runnerId });
+    } catch (err) {
+      this.hooks.onError(err);
+    }
+    // Release the leases at once, so the next gateway to start resumes these builds.
+    if (interrupted.length > 0) {
+      await this.ds.query('UPDATE deployments SET lease_until = NULL WHERE id = ANY($1) AND status = $2', [
+        interrupted,
+        DeploymentStatus.BUILDING,
+      ]);
+    }
+  }
+}

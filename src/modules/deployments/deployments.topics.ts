@@ -1,0 +1,62 @@
+import type { TopicCodec } from '../../bus/event-bus';
+import { Deployment } from './deployment.entity';
+import { LogLine } from './log-line.entity';
+
+/**
+ * Everything that happens to one deployment travels on one topic, so a subscriber sees log
+ * lines and status changes in the order they were committed.
+ */
+export type DeploymentEvent =
+  | { kind: 'status'; deployment: Deployment }
+  | { kind: 'log'; line: LogLine }
+  | { kind: 'deleted'; id: string }
+  /** Events may have been missed (the bus to the other gateways was cut and is back): look at storage. */
+  | { kind: 'resync' };
+
+/**
+ * Between the gateways' runners of eggs: the egg's current deployment changed (or is to be
+ * restarted), so whoever runs it looks again; or a stopping gateway let go of its eggs.
+ */
+export type RunnerEvent =
+  | { kind: 'changed'; from: string; appId: string; restart: string | null }
+  | { kind: 'released'; from: string };
+
+export type DeploymentTopics = {
+  DEPLOYMENT: [deploymentId: string, event: DeploymentEvent];
+  RUNNERS: [event: RunnerEvent];
+};
+
+const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil', 'leaseUntil'] as const;
+
+const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
+
+/**
+ * Deployment events as JSON for other gateways, and back into the entities (with Date values)
+ * that subscribers expect. The sealed env stays in this process.
+ */
+export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
+  encode(e) {
+    if (e.kind !== 'status') return e;
+    const { envSealed: _sealed, app: _app, ...deployment } = e.deployment;
+    return { kind: 'status', deployment };
+  },
+  decode(data) {
+    const e = data as DeploymentEvent;
+    if (e.kind === 'log') {
+      return { kind: 'log', line: Object.assign(new LogLine(), e.line, { timestamp: date(e.line.timestamp) }) };
+    }
+    if (e.kind === 'status') {
+      const d = Object.assign(new Deployment(), e.deployment, { envSealed: null });
+      for (const k of DEPLOYMENT_DATES) (d as unknown as Record<string, Date | null>)[k] = date(e.deployment[k]);
+      return { kind: 'status', deployment: d };
+    }
+    if (e.kind === 'deleted' && typeof e.id === 'string') return { kind: 'deleted', id: e.id };
+    throw new Error(`deployment event of unknown kind: ${String((e as { kind?: unknown }).kind)}`);
+  },
+  resync: () => ({ kind: 'resync' }),
+};
+
+export const deploymentCodecs = {
+  DEPLOYMENT: deploymentEventCodec,
+  RUNNERS: { encode: (e: RunnerEvent) => e, decode: (d: unknown) => d as RunnerEvent } satisfies TopicCodec<RunnerEvent>,
+};

@@ -1,0 +1,120 @@
+import { DataSource } from 'typeorm';
+import { Clock } from '../../clock';
+import { pgCode } from '../../db/transaction';
+import { PubSub } from '../../graphql/pubsub';
+import type { Metrics } from '../../metrics';
+import { LogLine, LogType } from './log-line.entity';
+
+export interface LogWriterOptions {
+  flushMs?: number;
+  maxBatch?: number;
+  onError?: (err: unknown) => void;
+  metrics?: Metrics;
+}
+
+/**
+ * Batches log lines into one INSERT per flush, then publishes them. Lines are published only
+ * after they are stored, which is what lets a subscriber replay storage and then go live
+ * without a gap. Sequence numbers are per deployment, assigned here, continuing from storage.
+ */
+export class LogWriter {
+  private readonly seqs = new Map<string, number>();
+  private buffer: LogLine[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly flushMs: number;
+  private readonly maxBatch: number;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly pubsub: PubSub,
+    private readonly clock: Clock,
+    private readonly options: LogWriterOptions = {},
+  ) {
+    this.flushMs = options.flushMs ?? 25;
+    this.maxBatch = options.maxBatch ?? 500;
+  }
+
+  /** Must be awaited once per deployment before `append`, to continue its sequence. */
+  async open(deploymentId: string): Promise<void> {
+    if (this.seqs.has(deploymentId)) return;
+    const [row] = await this.ds.query('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [deploymentId]);
+    if (!this.seqs.has(deploymentId)) this.seqs.set(deploymentId, Number(row.seq));
+  }
+
+  /**
+   * Continues a deployment's sequence from storage, where another gateway may have written it
+   * further since this one last did; from this writer's own if that is further still.
+   */
+  async resume(deploymentId: string): Promise<void> {
+    const [row] = await this.ds.query('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [deploymentId]);
+    this.seqs.set(deploymentId, Math.max(Number(row.seq), this.seqs.get(deploymentId) ?? 0));
+  }
+
+  append(deploymentId: string, type: LogType, message: string): void {
+    const last = this.seqs.get(deploymentId);
+    if (last === undefined) throw new Error(`log writer: deployment ${deploymentId} was not opened`);
+    this.seqs.set(deploymentId, last + 1);
+    this.buffer.push(Object.assign(new LogLine(), { deploymentId, seq: last + 1, timestamp: this.clock.now(), type, message }));
+    if (this.buffer.length >= this.maxBatch) void this.flush();
+    else if (!this.timer) this.timer = setTimeout(() => void this.flush(), this.flushMs);
+  }
+
+  /** Stops tracking a deployment (deleted, or no longer writing); its unflushed lines are dropped. */
+  forget(deploymentId: string): void {
+    this.seqs.delete(deploymentId);
+    this.buffer = this.buffer.filter((l) => l.deploymentId !== deploymentId);
+  }
+
+  /** Writes everything appended so far; resolves once it is stored and published. */
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const batch = this.buffer;
+    this.buffer = [];
+    this.flushing = this.flushing.then(() => this.write(batch)).catch((err) => this.options.onError?.(err));
+    return this.flushing;
+  }
+
+  private async write(batch: LogLine[]): Promise<void> {
+    if (batch.length === 0) return;
+    let stored: string[];
+    try {
+      stored = await this.insert(batch);
+    } catch (err) {
+      // A deployment deleted between the EXISTS check and the insert: try once more without it.
+      if (pgCode(err) !== '23503') throw err;
+      stored = await this.insert(batch);
+    }
+    const kept = new Set(stored);
+    const published = batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
+    for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
+    for (const line of published) this.pubsub.publish('DEPLOYMENT', line.deploymentId, { kind: 'log', line });
+  }
+
+  /** One statement for the whole batch; lines of deployments deleted meanwhile are skipped. */
+  private async insert(batch: LogLine[]): Promise<string[]> {
+    const rows: Array<{ deployment_id: string; seq: number }> = await this.ds.query(
+      `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
+       SELECT u.d, u.s, u.t, u.ty, u.m
+         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[]) AS u(d, s, t, ty, m)
+        WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = u.d)
+       ON CONFLICT DO NOTHING
+       RETURNING deployment_id, seq`,
+      [
+        batch.map((l) => l.deploymentId),
+        batch.map((l) => l.seq),
+        batch.map((l) => l.timestamp.toISOString()),
+        batch.map((l) => l.type),
+        batch.map((l) => l.message),
+      ],
+    );
+    return rows.map((r) => `${r.deployment_id}:${r.seq}`);
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+  }
+}

@@ -1,0 +1,186 @@
+import { DataSource, In } from 'typeorm';
+import { Clock } from '../../clock';
+import { inTransaction, pgCode } from '../../db/transaction';
+import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
+import { Context } from '../../graphql/context';
+import { newId } from '../../ids';
+import { ProvisionedResource, Runtime } from '../../runtime/runtime.port';
+import { effectiveMemoryMb } from '../apps/app.entity';
+import { AppsService } from '../apps/apps.service';
+import { Preview, PreviewResource, PreviewResourceKind, PreviewStatus } from './preview.entity';
+
+export const MAX_PREVIEWS_PER_EGG = 3;
+
+export interface PreviewChange {
+  created: boolean;
+  preview: Preview;
+}
+
+export interface PreviewsOptions {
+  appsDomain: string;
+  ttlMs: number;
+  leaseMs?: number;
+  onError: (err: unknown) => void;
+}
+
+/**
+ * Preview environments: at most three per egg (held under the egg's row lock), each owning the
+ * routes, database and addons the runtime made for it, all removed together on delete or expiry.
+ */
+export class PreviewsService {
+  private readonly builds = new Map<string, AbortController>();
+  private readonly tasks = new Set<Promise<void>>();
+  private stopped = false;
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly apps: AppsService,
+    private readonly runtime: Runtime,
+    private readonly opts: PreviewsOptions,
+  ) {
+    this.leaseMs = opts.leaseMs ?? 30_000;
+  }
+
+  /** Creates the preview of a pull request, or redeploys it and extends its expiry. */
+  async upsert(ctx: Context, slug: string, input: { prNumber: number }): Promise<PreviewChange> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const { prNumber } = input;
+    if (!Number.isInteger(prNumber) || prNumber < 1) throw ValidationFailed.field('prNumber', 'must be an integer of at least 1');
+    let provisioned: ProvisionedResource[] = [];
+    try {
+      const change = await inTransaction(this.ds, async (tx) => {
+        await this.apps.lock(tx, app.id);
+        const now = this.clock.now();
+        const expiresAt = new Date(now.getTime() + this.opts.ttlMs);
+        const leaseUntil = new Date(now.getTime() + this.leaseMs);
+        const existing = await tx.findOneBy(Preview, { appId: app.id, prNumber });
+        if (existing) {
+          Object.assign(existing, { status: PreviewStatus.BUILDING, generation: existing.generation + 1, expiresAt, leaseUntil, updatedAt: now });
+          await tx.update(Preview, { id: existing.id }, { status: existing.status, generation: existing.generation, expiresAt, leaseUntil, updatedAt: now });
+          return { created: false, preview: existing };
+        }
+        const count = await tx.countBy(Preview, { appId: app.id });
+        if (count >= MAX_PREVIEWS_PER_EGG) {
+          throw new LimitExceeded('prNumber', `an egg has at most ${MAX_PREVIEWS_PER_EGG} previews; delete one first`);
+        }
+        const previewSlug = `${app.slug}-pr-${prNumber}`;
+        const host = `${previewSlug}.${this.opts.appsDomain}`;
+        const preview = tx.create(Preview, {
+          id: newId('prv', now),
+          appId: app.id,
+          prNumber,
+          slug: previewSlug,
+          url: `https://${host}`,
+          status: PreviewStatus.BUILDING,
+          generation: 1,
+          leaseUntil,
+          expiresAt,
+          createdAt: now,
+          updatedAt: now,
+        });
+        await tx.insert(Preview, preview);
+        provisioned = await this.runtime.provisionPreview({ previewId: preview.id, slug: previewSlug, host });
+        await tx.insert(
+          PreviewResource,
+          provisioned.map((r) => ({ id: `${preview.id}:${r.kind}:${r.name}`, previewId: preview.id, ...r, kind: r.kind as PreviewResourceKind })),
+        );
+        return { created: true, preview };
+      });
+      this.build(change.preview, effectiveMemoryMb(app));
+      return change;
+    } catch (err) {
+      // The preview was not recorded: what the runtime made for it must not outlive it.
+      if (provisioned.length) await this.runtime.teardownPreview(provisioned);
+      if (pgCode(err) === '23505') return this.upsert(ctx, slug, input);
+      throw err;
+    }
+  }
+
+  async list(ctx: Context, slug: string): Promise<Preview[]> {
+    const app = await this.apps.getVisible(ctx, slug);
+    return this.ds.getRepository(Preview).find({ where: { appId: app.id }, order: { id: 'DESC' } });
+  }
+
+  /** Tears the preview down: routes, database and addons first, then its record. */
+  async delete(ctx: Context, slug: string, prNumber: number): Promise<boolean> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const preview = await this.ds.getRepository(Preview).findOneBy({ appId: app.id, prNumber });
+    if (!preview || !(await this.teardown(preview))) throw new NotFound('Preview of pull request', `${slug}#${prNumber}`);
+    return true;
+  }
+
+  /** Tears down every preview past its expiry; returns how many. Run by a job. */
+  async expire(): Promise<number> {
+    const now = this.clock.now();
+    const due = await this.ds.getRepository(Preview).createQueryBuilder('p').where('p.expires_at <= :now', { now }).getMany();
+    let torn = 0;
+    for (const preview of due) if (await this.teardown(preview, now)) torn++;
+    return torn;
+  }
+
+  /**
+   * Under the egg's row lock, like upsert: an update that extended the preview meanwhile
+   * (`expiredBy` given) keeps it alive, and an upsert waiting on the lock finds it gone.
+   */
+  private async teardown(preview: Preview, expiredBy?: Date): Promise<boolean> {
+    return inTransaction(this.ds, async (tx) => {
+      await this.apps.lock(tx, preview.appId);
+      const current = await tx.findOneBy(Preview, { id: preview.id });
+      if (!current || (expiredBy && current.expiresAt > expiredBy)) return false;
+      this.builds.get(preview.id)?.abort();
+      await this.runtime.teardownPreview(await tx.findBy(PreviewResource, { previewId: preview.id }));
+      await tx.delete(Preview, { id: preview.id }); // its resource rows cascade
+      return true;
+    });
+  }
+
+  private build(preview: Preview, memoryMb: number): void {
+    if (this.stopped) return;
+    this.builds.get(preview.id)?.abort();
+    const abort = new AbortController();
+    this.builds.set(preview.id, abort);
+    const { id, generation, slug } = preview;
+    const task = (async () => {
+      try {
+        const result = await this.runtime.build({ deploymentId: id, slug, env: {}, memoryMb, sleeps: false }, () => undefined, abort.signal);
+        await this.ds.query(
+          `UPDATE previews SET status = $3, lease_until = NULL, updated_at = $4
+            WHERE id = $1 AND generation = $2 AND status = 'building'`,
+          [id, generation, result.ok ? PreviewStatus.READY : PreviewStatus.FAILED, this.clock.now()],
+        );
+      } catch (err) {
+        if (!abort.signal.aborted) this.opts.onError(err);
+      } finally {
+        if (this.builds.get(id) === abort) this.builds.delete(id);
+      }
+    })();
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task));
+  }
+
+  /** Resumes builds whose gateway stopped before they finished. */
+  async reclaimOrphans(): Promise<number> {
+    if (this.stopped) return 0;
+    const now = this.clock.now();
+    const [rows]: [Array<{ id: string }>] = await this.ds.query(
+      `UPDATE previews SET lease_until = $1 WHERE status = 'building' AND (lease_until IS NULL OR lease_until < $2) RETURNING id`,
+      [new Date(now.getTime() + this.leaseMs), now],
+    );
+    if (rows.length === 0) return 0;
+    const previews = await this.ds.getRepository(Preview).find({ where: { id: In(rows.map((r) => r.id)) }, relations: { app: true } });
+    for (const p of previews) this.build(p, effectiveMemoryMb(p.app!));
+    return previews.length;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const interrupted = [...this.builds.keys()];
+    for (const abort of this.builds.values()) abort.abort();
+    await Promise.allSettled([...this.tasks]);
+    if (interrupted.length) {
+      await this.ds.query(`UPDATE previews SET lease_until = NULL WHERE id = ANY($1) AND status = 'building'`, [interrupted]);
+    }
+  }
+}

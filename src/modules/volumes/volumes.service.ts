@@ -1,0 +1,105 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { Clock } from '../../clock';
+import { inTransaction } from '../../db/transaction';
+import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
+import { Context } from '../../graphql/context';
+import { Runtime } from '../../runtime/runtime.port';
+import { TIERS } from '../apps/app.entity';
+import { AppsService } from '../apps/apps.service';
+import { Volume, VOLUME_GRACE_MS, VolumeStatus } from './volume.entity';
+
+export interface VolumeChange {
+  created: boolean;
+  volume: Volume;
+}
+
+/**
+ * The volume state machine of the service document: none → active (provision); active →
+ * grace_deleting (DELETE) → erased after 7 days, or back to active (POST restores it);
+ * active | grace_deleting → deleted at once (DELETE ?now=true).
+ */
+export class VolumesService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly apps: AppsService,
+    private readonly runtime: Runtime,
+  ) {}
+
+  /** Provisions (created) or resizes, restoring a volume in its grace period. */
+  async provision(ctx: Context, slug: string, input: { sizeMb: number }): Promise<VolumeChange> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const { sizeMb } = input;
+    if (!Number.isInteger(sizeMb) || sizeMb < 1) throw ValidationFailed.field('sizeMb', 'must be an integer of at least 1');
+    const cap = TIERS[app.tier].volumeCapMb;
+    if (sizeMb > cap) throw new LimitExceeded('sizeMb', `exceeds the ${app.tier} tier’s cap of ${cap} MB`);
+    return inTransaction(this.ds, async (tx) => {
+      await this.apps.lock(tx, app.id);
+      const now = this.clock.now();
+      const existing = await tx.findOneBy(Volume, { appId: app.id });
+      if (existing) {
+        Object.assign(existing, { sizeMb, status: VolumeStatus.ACTIVE, eraseAt: null, updatedAt: now });
+        await tx.update(Volume, { appId: app.id }, { sizeMb, status: VolumeStatus.ACTIVE, eraseAt: null, updatedAt: now });
+        return { created: false, volume: existing };
+      }
+      const volume = tx.create(Volume, { appId: app.id, sizeMb, status: VolumeStatus.ACTIVE, eraseAt: null, createdAt: now, updatedAt: now });
+      await tx.insert(Volume, volume);
+      return { created: true, volume };
+    });
+  }
+
+  async get(ctx: Context, slug: string): Promise<Volume> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const volume = await this.ds.getRepository(Volume).findOneBy({ appId: app.id });
+    if (!volume) throw new NotFound('Volume of egg', slug);
+    return volume;
+  }
+
+  /** Without `now`: detaches it and erases it after the grace period. With: erases it at once (null). */
+  async delete(ctx: Context, slug: string, now: boolean): Promise<Volume | null> {
+    const app = await this.apps.getVisible(ctx, slug);
+    const erased = await inTransaction(this.ds, async (tx, afterCommit) => {
+      const volume = await tx.findOne(Volume, { where: { appId: app.id }, lock: { mode: 'pessimistic_write' } });
+      if (!volume) throw new NotFound('Volume of egg', slug);
+      if (now) {
+        await tx.delete(Volume, { appId: app.id });
+        afterCommit(() => this.runtime.eraseVolume(app.slug));
+        return null;
+      }
+      if (volume.status === VolumeStatus.ACTIVE) {
+        const at = this.clock.now();
+        Object.assign(volume, { status: VolumeStatus.GRACE_DELETING, eraseAt: new Date(at.getTime() + VOLUME_GRACE_MS), updatedAt: at });
+        await tx.update(Volume, { appId: app.id }, { status: volume.status, eraseAt: volume.eraseAt, updatedAt: at });
+      }
+      return volume;
+    });
+    return erased;
+  }
+
+  /** Erases every volume whose grace period is over; returns how many. Run by a job. */
+  async eraseExpired(): Promise<number> {
+    const erased = await inTransaction(this.ds, async (tx, afterCommit) => {
+      const [rows]: [Array<{ slug: string }>] = await tx.query(
+        `DELETE FROM volumes v USING apps a
+          WHERE a.id = v.app_id AND v.status = $1 AND v.erase_at <= $2
+          RETURNING a.slug`,
+        [VolumeStatus.GRACE_DELETING, this.clock.now()],
+      );
+      afterCommit(async () => {
+        for (const { slug } of rows) await this.runtime.eraseVolume(slug);
+      });
+      return rows.length;
+    });
+    return erased;
+  }
+
+  usedMb(slug: string): Promise<number> {
+    return this.runtime.volumeUsage(slug);
+  }
+
+  /** The size a deploy starting now mounts at /data: the active volume's, or none. */
+  async mountedSizeMb(tx: EntityManager, appId: string): Promise<number | null> {
+    const volume = await tx.findOneBy(Volume, { appId, status: VolumeStatus.ACTIVE });
+    return volume?.sizeMb ?? null;
+  }
+}

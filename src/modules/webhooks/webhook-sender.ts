@@ -1,0 +1,78 @@
+import https from 'node:https';
+import tls from 'node:tls';
+import { Webhook as Signer } from 'standardwebhooks';
+import { AddressGuard } from './address-guard';
+
+export interface SendResult {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * POSTs one signed event (Standard Webhooks headers) over https. Redirects are not followed (a
+ * 3xx is a failed attempt); the target is re-checked at connect time; `timeoutMs` bounds it all.
+ */
+export class WebhookSender {
+  constructor(
+    private readonly guard: AddressGuard,
+    private readonly opts: { timeoutMs: number; ca?: Buffer },
+  ) {}
+
+  async send(url: string, secret: string, messageId: string, at: Date, payload: string): Promise<SendResult> {
+    const started = Date.now();
+    const done = (status: number | null, error: string | null): SendResult => ({
+      ok: status !== null && status >= 200 && status < 300,
+      status,
+      error,
+      durationMs: Date.now() - started,
+    });
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return done(null, 'invalid URL');
+    }
+    const refused = await this.guard.refusal(target);
+    if (refused) return done(null, `refused: ${refused}`);
+    const signature = new Signer(secret).sign(messageId, at, payload);
+    return new Promise<SendResult>((resolve) => {
+      const req = https.request(
+        target,
+        {
+          method: 'POST',
+          timeout: this.opts.timeoutMs,
+          lookup: this.guard.lookupFor(target.hostname),
+          // An operator's extra CA is trusted next to the public roots, not instead of them.
+          ca: this.opts.ca ? [...tls.rootCertificates, this.opts.ca] : undefined,
+          agent: false,
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'Hatchery-Webhooks/1',
+            'webhook-id': messageId,
+            'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+            'webhook-signature': signature,
+          },
+        },
+        (res) => {
+          let read = 0;
+          res.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > MAX_RESPONSE_BYTES) res.destroy();
+          });
+          res.on('end', () => resolve(done(res.statusCode ?? null, null)));
+          res.on('close', () => resolve(done(res.statusCode ?? null, null)));
+          res.on('error', () => resolve(done(res.statusCode ?? null, null)));
+        },
+      );
+      const hardStop = setTimeout(() => req.destroy(new Error(`timed out after ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
+      req.on('timeout', () => req.destroy(new Error(`timed out after ${this.opts.timeoutMs} ms`)));
+      req.on('error', (err) => resolve(done(null, err.message)));
+      req.on('close', () => clearTimeout(hardStop));
+      req.end(payload);
+    });
+  }
+}

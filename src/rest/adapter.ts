@@ -1,0 +1,144 @@
+import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DocumentNode, execute, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
+import { DomainError, ErrorCode, FieldError } from '../errors';
+import { ContextFactory } from '../graphql/build-context';
+import { Context } from '../graphql/context';
+import { ERROR_HTTP, formatError, isErrorCode } from '../graphql/errors';
+import { Logger } from '../log';
+import { API_RELEASES, ApiRelease, LATEST_RELEASE, RestRequest, Route, routes } from './routes';
+import { checkInput, RestFieldError } from './validate';
+
+interface Prepared {
+  route: Route;
+  document: DocumentNode;
+  variableTypes: Array<[string, GraphQLInputType]>;
+}
+
+const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+
+/** GraphQL names in an error field → the REST names a client sent. */
+function restField(route: Route, field: string, asSent = false): string {
+  const bare = field.startsWith('input.') ? field.slice('input.'.length) : field;
+  if (asSent) return bare;
+  if (route.fields?.[bare]) return route.fields[bare];
+  const [head, ...rest] = bare.split('.');
+  const bodyName = Object.entries(route.body ?? {}).find(([, gql]) => gql === head)?.[0];
+  return [bodyName ?? route.fields?.[head] ?? snake(head), ...rest].join('.');
+}
+
+export function sendProblem(
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  extra: { errors?: FieldError[]; errorId?: string } = {},
+): FastifyReply {
+  const { status, code: restCode, title } = ERROR_HTTP[code];
+  if (code === 'UNAUTHENTICATED') reply.header('WWW-Authenticate', 'Bearer');
+  if (code === 'SERVICE_UNAVAILABLE') reply.header('Retry-After', '1');
+  const body: Record<string, unknown> = {
+    type: `https://hatchery.run/problems/${restCode}`,
+    title,
+    status,
+    code: restCode,
+    detail,
+    request_id: reply.request.id,
+  };
+  if (extra.errors?.length) body.errors = extra.errors;
+  if (extra.errorId) body.error_id = extra.errorId;
+  return reply.code(status).type('application/problem+json').send(body);
+}
+
+/** Parses and validates every route's operation; a broken row fails the start, not a request. */
+export function prepareRoutes(schema: GraphQLSchema, table: Route[] = routes): Prepared[] {
+  return table.map((route) => {
+    const document = parse(route.operation);
+    const problems = validate(schema, document);
+    if (problems.length) throw new Error(`REST ${route.method} ${route.path}: ${problems.map((p) => p.message).join('; ')}`);
+    const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    const variableTypes = (op.variableDefinitions ?? []).map(
+      (v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType] as [string, GraphQLInputType],
+    );
+    return { route, document, variableTypes };
+  });
+}
+
+export function registerRest(
+  app: FastifyInstance,
+  deps: { schema: GraphQLSchema; buildContext: ContextFactory; log: Logger },
+): void {
+  const contexts = new WeakMap<FastifyRequest, Context>();
+
+  for (const { route, document, variableTypes } of prepareRoutes(deps.schema)) {
+    app.route({
+      method: route.method,
+      url: route.path,
+      // Version and credentials are checked before the body is even parsed.
+      onRequest: async (req, reply) => {
+        const requested = req.headers['api-version'];
+        const release = (requested ?? LATEST_RELEASE) as ApiRelease;
+        if (!API_RELEASES.includes(release)) {
+          return sendProblem(reply, 'BAD_REQUEST', `Unknown API-Version "${requested}"; releases: ${API_RELEASES.join(', ')}`, {
+            errors: [{ field: 'API-Version', message: `must be one of ${API_RELEASES.join(', ')}` }],
+          });
+        }
+        reply.header('API-Version', release);
+        if (release < route.since) return sendProblem(reply, 'NOT_FOUND', `${route.method} ${route.path} is not part of API release ${release}`);
+        try {
+          contexts.set(req, await deps.buildContext.authenticate(req.headers.authorization, req.id));
+        } catch (err) {
+          if (err instanceof DomainError) return sendProblem(reply, err.code, err.message);
+          throw err;
+        }
+      },
+      handler: async (req, reply) => {
+        const body = req.body as unknown;
+        if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+          return sendProblem(reply, 'BAD_REQUEST', 'The request body must be a JSON object');
+        }
+        const fields = route.body ?? {};
+        const errors: RestFieldError[] = [];
+        const input: Record<string, unknown> = {};
+        for (const [key, value] of Object.entries((body ?? {}) as Record<string, unknown>)) {
+          if (Object.hasOwn(fields, key)) input[fields[key]] = value;
+          else errors.push({ field: key, message: 'is not a known field', asSent: true });
+        }
+        for (const key of Object.keys(req.query as object)) {
+          if (!(route.query ?? []).includes(key)) errors.push({ field: key, message: 'is not a known query parameter', asSent: true });
+        }
+        const restReq: RestRequest = {
+          params: req.params as Record<string, string>,
+          query: req.query as Record<string, unknown>,
+          input,
+          headers: req.headers,
+        };
+        const variables = route.variables(restReq);
+        for (const [name, type] of variableTypes) checkInput(variables[name], type, name, errors);
+        if (errors.length) {
+          const named = errors.map((e) => ({ field: restField(route, e.field, e.asSent), message: e.message }));
+          return sendProblem(reply, 'BAD_USER_INPUT', named.map((e) => `${e.field} ${e.message}`).join('; '), { errors: named });
+        }
+
+        const result = await execute({ schema: deps.schema, document, variableValues: variables, contextValue: contexts.get(req) });
+        if (result.errors?.length) return sendGraphQLError(reply, route, result.errors[0], deps.log);
+        const data = result.data as Record<string, unknown>;
+        const status = typeof route.status === 'function' ? route.status(data) : route.status;
+        if (status === 204 || !route.respond) return reply.code(status).send();
+        return reply.code(status).send(route.respond(data));
+      },
+    });
+  }
+}
+
+function sendGraphQLError(reply: FastifyReply, route: Route, error: GraphQLError, log: Logger): FastifyReply {
+  const formatted = formatError(error, error, log);
+  const code = formatted.extensions?.code;
+  if (!isErrorCode(code) || code === 'INTERNAL_SERVER_ERROR') {
+    return sendProblem(reply, 'INTERNAL_SERVER_ERROR', 'internal error', { errorId: formatted.extensions?.errorId as string });
+  }
+  const fieldErrors = ((formatted.extensions?.errors as FieldError[] | undefined) ?? []).map((e) => ({
+    ...e,
+    field: restField(route, e.field),
+  }));
+  const detail = fieldErrors.length ? fieldErrors.map((e) => `${e.field} ${e.message}`).join('; ') : formatted.message;
+  return sendProblem(reply, code, detail, { errors: fieldErrors });
+}

@@ -1,0 +1,377 @@
+import type { ResponseSchema } from './openapi';
+import * as present from './presenters';
+
+export const API_RELEASES = ['2026-01-15', '2026-09-01'] as const;
+export type ApiRelease = (typeof API_RELEASES)[number];
+export const LATEST_RELEASE: ApiRelease = API_RELEASES[API_RELEASES.length - 1];
+
+export interface RestRequest {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  /** The JSON body with its REST field names turned into the GraphQL input's (see `Route.body`). */
+  input: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Fastify path syntax; exactly the service document's path. */
+  path: string;
+  /** The GraphQL operation this endpoint executes; parsed and validated once at start. */
+  operation: string;
+  variables(req: RestRequest): Record<string, unknown>;
+  /** Query parameters the endpoint takes; any other is a 422. */
+  query?: readonly string[];
+  /** The JSON body's fields, REST name → GraphQL input field name; any other field is a 422. */
+  body?: Readonly<Record<string, string>>;
+  /** Success status; a function where it depends on the outcome (201 created, 200 updated). */
+  status: number | ((data: Record<string, any>) => number); // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Response body from the operation's data; absent for 204. */
+  respond?(data: Record<string, any>): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** GraphQL argument names as REST names, for errors (`first` → `limit`). */
+  fields?: Record<string, string>;
+  /** The API release that introduced the endpoint. */
+  since: ApiRelease;
+  /** One line for the API reference (GET /openapi.json, /docs). */
+  summary: string;
+  /** The response body's schema in the OpenAPI document (src/rest/openapi.ts); absent when only 204. */
+  response?: ResponseSchema;
+  /** Each success status with what it means; required where `status` is a function. */
+  statuses?: Readonly<Partial<Record<200 | 201 | 204, string>>>;
+  /** Request headers passed to the operation; each named in `fields` as the variable's REST name. */
+  headers?: readonly string[];
+  /** Only the egg's owner may call it (403 for collaborators). */
+  ownerOnly?: boolean;
+}
+
+const PAGE_FIELDS = { first: 'limit', after: 'cursor' };
+
+/** Query strings carry text; integers are passed as numbers so GraphQL's Int accepts them. */
+export function intParam(v: unknown): unknown {
+  return typeof v === 'string' && /^-?\d{1,15}$/.test(v) ? Number(v) : v;
+}
+export function boolParam(v: unknown): unknown {
+  return v === 'true' ? true : v === 'false' ? false : v;
+}
+export function enumParam(v: unknown): unknown {
+  return typeof v === 'string' && /^[a-z_]+$/.test(v) ? v.toUpperCase() : v;
+}
+
+/** Every documented REST endpoint, one row each. */
+export const routes: Route[] = [
+  {
+    method: 'POST',
+    path: '/deploy',
+    operation: /* GraphQL */ `
+      mutation RestDeploy($input: DeployInput!, $idempotencyKey: String) {
+        deploy(input: $input, idempotencyKey: $idempotencyKey) { ...RestDeployment }
+      }
+      ${present.DEPLOYMENT_FIELDS}`,
+    body: { project: 'project', env: 'env' },
+    variables: (req) => ({ input: req.input, idempotencyKey: req.headers['idempotency-key'] }),
+    status: 201,
+    respond: (d) => present.deployment(d.deploy),
+    fields: { idempotencyKey: 'Idempotency-Key' },
+    since: '2026-01-15',
+    summary: 'Deploy an egg',
+    response: 'Deployment',
+    headers: ['Idempotency-Key'],
+  },
+  {
+    method: 'GET',
+    path: '/deployments',
+    operation: /* GraphQL */ `
+      query RestDeployments($project: String, $status: DeploymentStatus, $limit: Int, $cursor: String) {
+        deployments(project: $project, status: $status, first: $limit, after: $cursor) {
+          nodes { ...RestDeployment }
+          pageInfo { hasNextPage endCursor }
+        }
+      }
+      ${present.DEPLOYMENT_FIELDS}`,
+    query: ['project', 'status', 'limit', 'cursor'],
+    variables: (req) => ({
+      project: req.query.project,
+      status: enumParam(req.query.status),
+      limit: intParam(req.query.limit),
+      cursor: req.query.cursor,
+    }),
+    status: 200,
+    respond: (d) => present.list(d.deployments, present.deployment),
+    fields: PAGE_FIELDS,
+    since: '2026-01-15',
+    summary: 'List deployments',
+    response: 'DeploymentList',
+  },
+  {
+    method: 'GET',
+    path: '/deployments/:id',
+    operation: /* GraphQL */ `
+      query RestDeployment($id: ID!) { deployment(id: $id) { ...RestDeployment } }
+      ${present.DEPLOYMENT_FIELDS}`,
+    variables: (req) => ({ id: req.params.id }),
+    status: 200,
+    respond: (d) => present.deployment(d.deployment),
+    since: '2026-01-15',
+    summary: 'Get a deployment',
+    response: 'Deployment',
+  },
+  {
+    method: 'DELETE',
+    path: '/deployments/:id',
+    operation: /* GraphQL */ `mutation RestDeleteDeployment($id: ID!) { deleteDeployment(id: $id) }`,
+    variables: (req) => ({ id: req.params.id }),
+    status: 204,
+    since: '2026-01-15',
+    summary: 'Delete a deployment',
+  },
+  {
+    method: 'GET',
+    path: '/deployments/:id/logs',
+    operation: /* GraphQL */ `
+      query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $limit: Int, $cursor: String) {
+        deployment(id: $id) {
+          logs(type: $type, since: $since, first: $limit, after: $cursor) {
+            nodes { timestamp type message }
+            pageInfo { hasNextPage endCursor }
+          }
+        }
+      }`,
+    query: ['type', 'since', 'limit', 'cursor'],
+    variables: (req) => ({
+      id: req.params.id,
+      type: enumParam(req.query.type),
+      since: req.query.since,
+      limit: intParam(req.query.limit),
+      cursor: req.query.cursor,
+    }),
+    status: 200,
+    respond: (d) => present.list(d.deployment.logs, present.logLine),
+    fields: PAGE_FIELDS,
+    since: '2026-01-15',
+    summary: 'Read a deployment’s logs',
+    response: 'LogLineList',
+  },
+  {
+    method: 'PATCH',
+    path: '/apps/:slug/resources',
+    operation: /* GraphQL */ `
+      mutation RestUpdateResources($slug: String!, $input: UpdateResourcesInput!) {
+        updateResources(app: $slug, input: $input) { slug memoryMb effectiveMemoryMb capMb }
+      }`,
+    body: { memory_mb: 'memoryMb' },
+    variables: (req) => ({ slug: req.params.slug, input: req.input }),
+    status: 200,
+    respond: (d) => present.resources(d.updateResources),
+    since: '2026-09-01',
+    summary: 'Set an egg’s memory',
+    response: 'Resources',
+    ownerOnly: true,
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/volume',
+    operation: /* GraphQL */ `
+      mutation RestProvisionVolume($slug: String!, $input: ProvisionVolumeInput!) {
+        provisionVolume(app: $slug, input: $input) { created volume { ...RestVolume } }
+      }
+      ${present.VOLUME_FIELDS}`,
+    body: { size_mb: 'sizeMb' },
+    variables: (req) => ({ slug: req.params.slug, input: req.input }),
+    status: (d) => (d.provisionVolume.created ? 201 : 200),
+    respond: (d) => present.volume(d.provisionVolume.volume),
+    since: '2026-01-15',
+    summary: 'Provision, resize or restore the volume',
+    response: 'Volume',
+    statuses: { 201: 'Provisioned', 200: 'Resized, or restored from its grace period' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/volume',
+    operation: /* GraphQL */ `
+      query RestVolume($slug: String!) { volume(app: $slug) { ...RestVolume } }
+      ${present.VOLUME_FIELDS}`,
+    variables: (req) => ({ slug: req.params.slug }),
+    status: 200,
+    respond: (d) => present.volume(d.volume),
+    since: '2026-01-15',
+    summary: 'Get the volume',
+    response: 'Volume',
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/apps/:slug/volume',
+    operation: /* GraphQL */ `
+      mutation RestDeleteVolume($slug: String!, $now: Boolean) { deleteVolume(app: $slug, now: $now) { ...RestVolume } }
+      ${present.VOLUME_FIELDS}`,
+    query: ['now'],
+    variables: (req) => ({ slug: req.params.slug, now: boolParam(req.query.now) }),
+    status: (d) => (d.deleteVolume ? 200 : 204),
+    respond: (d) => present.volume(d.deleteVolume),
+    since: '2026-01-15',
+    summary: 'Delete the volume',
+    response: 'Volume',
+    statuses: { 200: 'Scheduled for erasure: the volume in `grace_deleting`, `erase_at` 7 days ahead', 204: 'Erased at once (`now=true`); no body' },
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/previews',
+    operation: /* GraphQL */ `
+      mutation RestUpsertPreview($slug: String!, $input: UpsertPreviewInput!) {
+        upsertPreview(app: $slug, input: $input) { created preview { ...RestPreview } }
+      }
+      ${present.PREVIEW_FIELDS}`,
+    body: { pr_number: 'prNumber' },
+    variables: (req) => ({ slug: req.params.slug, input: req.input }),
+    status: (d) => (d.upsertPreview.created ? 201 : 200),
+    respond: (d) => present.preview(d.upsertPreview.preview),
+    since: '2026-01-15',
+    summary: 'Create or update a preview',
+    response: 'Preview',
+    statuses: { 201: 'Created', 200: 'An existing preview redeployed, `expires_at` extended' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/previews',
+    operation: /* GraphQL */ `
+      query RestPreviews($slug: String!) { previews(app: $slug) { ...RestPreview } }
+      ${present.PREVIEW_FIELDS}`,
+    variables: (req) => ({ slug: req.params.slug }),
+    status: 200,
+    respond: (d) => ({ data: (d.previews as Record<string, unknown>[]).map(present.preview), has_more: false, next_cursor: null }),
+    since: '2026-01-15',
+    summary: 'List previews',
+    response: 'PreviewList',
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/apps/:slug/previews/:pr',
+    operation: /* GraphQL */ `mutation RestDeletePreview($slug: String!, $pr: Int!) { deletePreview(app: $slug, prNumber: $pr) }`,
+    variables: (req) => ({ slug: req.params.slug, pr: intParam(req.params.pr) }),
+    status: 204,
+    fields: { prNumber: 'pr' },
+    since: '2026-01-15',
+    summary: 'Delete a preview',
+  },
+  {
+    method: 'POST',
+    path: '/billing/energy-pack/checkout',
+    operation: /* GraphQL */ `mutation RestCheckout { createEnergyPackCheckout { sessionId checkoutUrl expiresAt } }`,
+    body: {},
+    variables: () => ({}),
+    status: 201,
+    respond: (d) => present.checkout(d.createEnergyPackCheckout),
+    since: '2026-09-01',
+    summary: 'Start an energy pack checkout',
+    response: 'Checkout',
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/crons',
+    operation: /* GraphQL */ `
+      mutation RestCreateCron($slug: String!, $input: CreateCronInput!) { createCron(app: $slug, input: $input) { ...RestCron } }
+      ${present.CRON_FIELDS}`,
+    body: { schedule: 'schedule', command: 'command' },
+    variables: (req) => ({ slug: req.params.slug, input: req.input }),
+    status: 201,
+    respond: (d) => {
+      const { last_run: _lastRun, ...created } = present.cron(d.createCron);
+      return created;
+    },
+    since: '2026-01-15',
+    summary: 'Create a cron',
+    response: 'CreatedCron',
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/crons',
+    operation: /* GraphQL */ `
+      query RestCrons($slug: String!, $limit: Int, $cursor: String) {
+        crons(app: $slug, first: $limit, after: $cursor) { nodes { ...RestCron } pageInfo { hasNextPage endCursor } }
+      }
+      ${present.CRON_FIELDS}`,
+    query: ['limit', 'cursor'],
+    variables: (req) => ({ slug: req.params.slug, limit: intParam(req.query.limit), cursor: req.query.cursor }),
+    status: 200,
+    respond: (d) => present.list(d.crons, present.cron),
+    fields: PAGE_FIELDS,
+    since: '2026-01-15',
+    summary: 'List crons',
+    response: 'CronList',
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/apps/:slug/crons/:id',
+    operation: /* GraphQL */ `mutation RestDeleteCron($slug: String!, $id: ID!) { deleteCron(app: $slug, id: $id) }`,
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
+    status: 204,
+    since: '2026-01-15',
+    summary: 'Delete a cron',
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/crons/:id/runs',
+    operation: /* GraphQL */ `
+      query RestCronRuns($slug: String!, $id: ID!, $limit: Int, $cursor: String) {
+        cronRuns(app: $slug, id: $id, first: $limit, after: $cursor) { nodes { ...RestCronRun } pageInfo { hasNextPage endCursor } }
+      }
+      ${present.CRON_RUN_FIELDS}`,
+    query: ['limit', 'cursor'],
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id, limit: intParam(req.query.limit), cursor: req.query.cursor }),
+    status: 200,
+    respond: (d) => present.list(d.cronRuns, present.cronRun),
+    fields: PAGE_FIELDS,
+    since: '2026-01-15',
+    summary: 'List a cron’s runs',
+    response: 'CronRunList',
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/webhooks',
+    operation: /* GraphQL */ `
+      mutation RestCreateWebhook($slug: String!, $input: CreateWebhookInput!) {
+        createWebhook(app: $slug, input: $input) { secret webhook { id url events active createdAt } }
+      }`,
+    body: { url: 'url', events: 'events' },
+    variables: (req) => ({ slug: req.params.slug, input: req.input }),
+    status: 201,
+    respond: (d) => present.createdWebhook(d.createWebhook),
+    since: '2026-01-15',
+    summary: 'Register a webhook',
+    response: 'CreatedWebhook',
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/webhooks',
+    operation: /* GraphQL */ `
+      query RestWebhooks($slug: String!) { webhooks(app: $slug) { ...RestWebhook } }
+      ${present.WEBHOOK_FIELDS}`,
+    variables: (req) => ({ slug: req.params.slug }),
+    status: 200,
+    respond: (d) => ({ data: (d.webhooks as Record<string, unknown>[]).map(present.webhook), has_more: false, next_cursor: null }),
+    since: '2026-01-15',
+    summary: 'List webhooks',
+    response: 'WebhookList',
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/apps/:slug/webhooks/:id',
+    operation: /* GraphQL */ `mutation RestDeleteWebhook($slug: String!, $id: ID!) { deleteWebhook(app: $slug, id: $id) }`,
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
+    status: 204,
+    since: '2026-01-15',
+    summary: 'Delete a webhook',
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/webhooks/:id/test',
+    operation: /* GraphQL */ `
+      mutation RestTestWebhook($slug: String!, $id: ID!) { testWebhook(app: $slug, id: $id) { deliveryId status responseStatus durationMs } }`,
+    body: {},
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
+    status: 200,
+    respond: (d) => present.webhookTest(d.testWebhook),
+    since: '2026-01-15',
+    summary: 'Send a test ping',
+    response: 'WebhookTestResult',
+  },
+];

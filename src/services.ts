@@ -1,0 +1,73 @@
+import { DataSource } from 'typeorm';
+import { Clock } from './clock';
+import { PubSub } from './graphql/pubsub';
+import { AccountsService } from './modules/accounts/accounts.service';
+import { AppsService } from './modules/apps/apps.service';
+import { DeploymentsService } from './modules/deployments/deployments.service';
+import { PreviewsService } from './modules/previews/previews.service';
+import { BillingService } from './modules/billing/billing.service';
+import { PaymentProvider } from './modules/billing/payment-provider';
+import { Allowance, EnergyService } from './modules/energy/energy.service';
+import { Tier } from './modules/apps/app.entity';
+import { CronsService } from './modules/crons/crons.service';
+import { WebhooksService } from './modules/webhooks/webhooks.service';
+import { AddressGuard } from './modules/webhooks/address-guard';
+import { WebhookSender } from './modules/webhooks/webhook-sender';
+import Stripe from 'stripe';
+import { VolumesService } from './modules/volumes/volumes.service';
+import { Runtime } from './runtime/runtime.port';
+import { SecretBox } from './secrets';
+import type { Metrics } from './metrics';
+
+export interface Services {
+  accounts: AccountsService;
+  apps: AppsService;
+  deployments: DeploymentsService;
+  volumes: VolumesService;
+  previews: PreviewsService;
+  energy: EnergyService;
+  billing: BillingService;
+  crons: CronsService;
+  webhooks: WebhooksService;
+}
+
+export interface ServiceDeps {
+  ds: DataSource;
+  clock: Clock;
+  pubsub: PubSub;
+  box: SecretBox;
+  runtime: Runtime;
+  appsDomain: string;
+  previewTtlMs: number;
+  allowances: Record<Tier, Allowance>;
+  payments: { provider: PaymentProvider; stripe: Stripe; webhookSecret: string };
+  baseUrl: () => string;
+  crons: { missedAfterMs: number; runTimeoutMs: number };
+  webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer };
+  onError: (err: unknown) => void;
+  metrics?: Metrics;
+  /** How long a claim on a build or a running egg lasts unless renewed. */
+  leaseMs?: number;
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const accounts = new AccountsService(deps.ds, deps.clock);
+  const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain);
+  const volumes = new VolumesService(deps.ds, deps.clock, apps, deps.runtime);
+  const guard = new AddressGuard(deps.webhooks.allowHosts);
+  const webhooks = new WebhooksService(deps.ds, deps.clock, apps, deps.box, guard, new WebhookSender(guard, deps.webhooks), {
+    ...deps.webhooks,
+    onError: deps.onError,
+    metrics: deps.metrics,
+  });
+  const deployments = new DeploymentsService({ ...deps, apps, volumes, webhooks });
+  const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, {
+    appsDomain: deps.appsDomain,
+    ttlMs: deps.previewTtlMs,
+    onError: deps.onError,
+  });
+  const energy = new EnergyService(deps.ds, deps.clock, deps.allowances);
+  const billing = new BillingService({ ds: deps.ds, clock: deps.clock, energy, baseUrl: deps.baseUrl, ...deps.payments });
+  const crons = new CronsService(deps.ds, deps.clock, apps, energy, deps.runtime, { ...deps.crons, onError: deps.onError });
+  return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks };
+}
