@@ -1,0 +1,146 @@
+import http from 'node:http';
+import { Client as WsClient, createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { checkRestResponse } from '../support/openapi-check';
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+/**
+ * An HTTP request from a chosen loopback address (127.0.0.x), so tests can act as several client
+ * IPs. REST answers are held to the OpenAPI document like every other REST answer in the suite.
+ */
+export function request(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { token?: string | null; authorization?: string; body?: unknown; headers?: Record<string, string>; from?: string } = {},
+): Promise<RawResponse> {
+  const url = new URL(path, baseUrl);
+  const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+  const headers: Record<string, string> = {
+    ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    ...(opts.authorization ? { authorization: opts.authorization } : {}),
+    ...opts.headers,
+  };
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, localAddress: opts.from ?? '127.0.0.1' },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            // not JSON
+          }
+          const status = res.statusCode ?? 0;
+          if (path !== '/graphql' && !path.startsWith('/graphql?')) {
+            const fetchHeaders = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) fetchHeaders.set(k, Array.isArray(v) ? v.join(', ') : v);
+            checkRestResponse(method, path, status, fetchHeaders, text, parsed);
+          }
+          resolve({ status, headers: res.headers, body: parsed, text });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A GraphQL request over HTTP with a raw query text. */
+export function graphql(baseUrl: string, token: string | null, query: string, variables?: Record<string, unknown>, from?: string): Promise<RawResponse> {
+  return request(baseUrl, 'POST', '/graphql', { token, body: { query, variables }, from });
+}
+
+/** A graphql-ws client whose socket connects from `from` (a 127.0.0.x address). */
+export function wsClientFrom(baseUrl: string, token: string | null, from: string, onClose?: (code: number) => void): WsClient {
+  class FromAddress extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { localAddress: from });
+    }
+  }
+  return createClient({
+    url: baseUrl.replace(/^http/, 'ws') + '/graphql',
+    webSocketImpl: FromAddress,
+    connectionParams: token ? { authorization: `Bearer ${token}` } : {},
+    retryAttempts: 0,
+    lazy: true,
+    on: { closed: (e) => onClose?.((e as { code: number }).code) },
+  });
+}
+
+export interface WsOutcome {
+  data?: Record<string, unknown> | null;
+  errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+}
+
+/** Runs one operation (raw text) over graphql-ws: its first result, or the errors it was refused with. */
+export function runWs(client: WsClient, query: string, variables?: Record<string, unknown>): Promise<WsOutcome> {
+  return new Promise((resolve, reject) => {
+    let first: WsOutcome | undefined;
+    const unsubscribe = client.subscribe(
+      { query, variables },
+      {
+        next: (value) => {
+          if (first) return;
+          first = value as WsOutcome;
+          resolve(first);
+          unsubscribe();
+        },
+        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(err)),
+        complete: () => resolve(first ?? {}),
+      },
+    );
+  });
+}
+
+export interface LiveStream {
+  /** Items received so far. */
+  items: unknown[];
+  /** Resolves with the first item. */
+  first: Promise<unknown>;
+  /** Resolves once `n` items have arrived. */
+  waitFor(n: number): Promise<unknown[]>;
+  /** Resolves when the server completes the stream; resolves with the errors if it refuses it. */
+  ended: Promise<{ completed: true } | { errors: WsOutcome['errors'] }>;
+  unsubscribe(): void;
+}
+
+/** A subscription left open. */
+export function openStream(client: WsClient, query: string, variables?: Record<string, unknown>): LiveStream {
+  const items: unknown[] = [];
+  const waiters: Array<{ n: number; resolve: (v: unknown[]) => void }> = [];
+  const waitFor = (n: number) => (items.length >= n ? Promise.resolve(items.slice()) : new Promise<unknown[]>((resolve) => waiters.push({ n, resolve })));
+  const first = waitFor(1).then((got) => got[0]);
+  let unsubscribe = () => undefined as void;
+  const ended = new Promise<{ completed: true } | { errors: WsOutcome['errors'] }>((resolve, reject) => {
+    unsubscribe = client.subscribe(
+      { query, variables },
+      {
+        next: (value) => {
+          items.push(value);
+          for (const w of waiters.filter((w) => items.length >= w.n)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(items.slice());
+          }
+        },
+        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(err)),
+        complete: () => resolve({ completed: true }),
+      },
+    );
+  });
+  ended.catch(() => undefined);
+  return { items, first, waitFor, ended, unsubscribe: () => unsubscribe() };
+}

@@ -1,0 +1,174 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { DataSource } from 'typeorm';
+import { AddCollaboratorDocument, CreateApiTokenDocument } from '../../src/client/generated';
+import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { gqlOk, rest, TEST_KEY, TestGateway } from '../support/gateway';
+
+export const ROOT = path.resolve(__dirname, '../..');
+
+type Queryable = Pick<DataSource, 'query'>;
+
+/** Every base table of the gateway's database: the public schema and pg-boss's. */
+export async function allTables(db: Queryable): Promise<string[]> {
+  const rows: Array<{ name: string }> = await db.query(
+    `SELECT format('%I.%I', table_schema, table_name) AS name FROM information_schema.tables
+      WHERE table_schema IN ('public', 'pgboss') AND table_type = 'BASE TABLE' ORDER BY 1`,
+  );
+  return rows.map((r) => r.name);
+}
+
+/**
+ * Columns a gateway updates by itself, whatever requests it gets: when a token was last used
+ * (touched at most once a minute on authentication) and the leases a gateway keeps renewing on
+ * the builds and eggs it runs.
+ */
+export const VOLATILE = `- 'last_used_at' - 'lease_until' - 'runner_lease_until'`;
+
+/** A cheap fingerprint of the whole database: per table, its row count and an md5 over its rows (less VOLATILE columns). */
+export async function snapshot(db: Queryable): Promise<Record<string, string>> {
+  const tables = await allTables(db);
+  const parts = tables.map(
+    (t) =>
+      `SELECT '${t.replace(/'/g, "''")}' AS t, count(*)::text || ':' || md5(coalesce(string_agg(x, '|' ORDER BY x), '')) AS h
+         FROM (SELECT (to_jsonb(r) ${VOLATILE})::text AS x FROM ${t} r) s`,
+  );
+  const rows: Array<{ t: string; h: string }> = await db.query(parts.join(' UNION ALL '));
+  return Object.fromEntries(rows.map((r) => [r.t, r.h]));
+}
+
+/** Polls a condition nothing announces (bounded; yields between attempts, never sleeps blindly). */
+export async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, attempts = 2000, everyMs = 10): Promise<T> {
+  for (let i = 0; i < attempts; i++) {
+    const v = await probe();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+/**
+ * A fully furnished egg: owner, collaborator, a stranger and a spare user; a webhook (to an
+ * unresolvable name, with its outbox rows kept pending when the gateway's worker is off), three
+ * live deployments, a volume, a ready preview, a cron, and a spare API token of the owner. The
+ * gateway is quiet afterwards: every build has ended and the current deployment has logged its
+ * start.
+ */
+export interface Furnished {
+  owner: TestUser;
+  collaborator: TestUser;
+  stranger: TestUser;
+  spare: TestUser;
+  slug: string;
+  deployments: string[];
+  webhookId: string;
+  deliveryId: string;
+  cronId: string;
+  pr: number;
+  spareTokenId: string;
+}
+
+export async function furnish(t: TestGateway): Promise<Furnished> {
+  const owner = await makeUser(t.gateway);
+  const collaborator = await makeUser(t.gateway);
+  const stranger = await makeUser(t.gateway);
+  const spare = await makeUser(t.gateway);
+  const { slug } = await makeApp(t.url, owner);
+  await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: slug, email: collaborator.email });
+  // The stranger owns an egg of their own: being signed in and owning things must not help.
+  await makeApp(t.url, stranger);
+
+  const hook = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, { url: 'https://hooks.invalid/faults', events: ['deploy'] });
+  if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
+  const deployments: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const d = await deploy(t.url, owner, slug, { SECRET_VALUE: `v${i}` });
+    if ((await settle(t.url, owner, d.id)) !== 'LIVE') throw new Error(`deployment ${d.id} did not go live`);
+    deployments.push(d.id);
+  }
+  const vol = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/volume`, { size_mb: 100 });
+  if (vol.status !== 201) throw new Error(`volume: ${vol.status}`);
+  const pr = 1;
+  const prv = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/previews`, { pr_number: pr });
+  if (prv.status !== 201) throw new Error(`preview: ${prv.status}`);
+  const cron = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'echo hi' });
+  if (cron.status !== 201) throw new Error(`cron: ${cron.status}`);
+  const token = await gqlOk(t.url, owner.token, CreateApiTokenDocument, { name: 'spare' });
+
+  // Quiet: the preview's build has ended, the current deployment's start lines are stored.
+  await until('the preview to be ready', async () => {
+    const list = await rest(t.url, owner.token, 'GET', `/v1/apps/${slug}/previews`);
+    return list.body.data.every((p: { status: string }) => p.status !== 'building');
+  });
+  const current = deployments[deployments.length - 1];
+  await until('the current deployment to log its start', async () => {
+    const [row] = await t.gateway.ds.query(`SELECT count(*)::int AS n FROM log_lines WHERE deployment_id = $1 AND message = 'Listening on port 8080'`, [current]);
+    return row.n === 1;
+  });
+  const [delivery] = await t.gateway.ds.query('SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id LIMIT 1', [hook.body.id]);
+  if (!delivery) throw new Error('no delivery recorded');
+
+  return {
+    owner,
+    collaborator,
+    stranger,
+    spare,
+    slug,
+    deployments,
+    webhookId: hook.body.id,
+    deliveryId: delivery.id,
+    cronId: cron.body.id,
+    pr,
+    spareTokenId: token.createApiToken.apiToken.id,
+  };
+}
+
+/** Settings for a gateway running as its own process (see spawnGateway). */
+export function childEnv(databaseUrl: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    HATCHERY_ENCRYPTION_KEY: TEST_KEY,
+    HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+    ...extra,
+  };
+}
+
+export interface ChildGateway {
+  proc: ChildProcess;
+  url: string;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code or signal once the process has ended. */
+  exited: Promise<number | string | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | string | null>;
+}
+
+/** `node -r @swc-node/register src/main.ts` as a child process; resolves once it prints its URL. */
+export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<ChildGateway> {
+  const proc = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | string | null>((resolve) => proc.once('exit', (code, signal) => resolve(signal ?? code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.on('data', (c) => {
+      out += c;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`gateway exited (${code}) before listening: ${out}`)));
+  });
+  return {
+    proc,
+    url,
+    output: () => out,
+    exited,
+    async kill(signal = 'SIGKILL') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import { startGateway, TestGateway } from '../support/gateway';
+
+describe('pg-boss jobs', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startGateway({ HATCHERY_JOBS: 'on' });
+  });
+  afterAll(() => t.stop());
+
+  it('schedules every periodic job once a minute, once for all instances', async () => {
+    const rows = await t.gateway.ds.query(`SELECT name, cron FROM pgboss.schedule ORDER BY name`);
+    expect(rows).toEqual([
+      { name: 'deployments-reclaim', cron: '* * * * *' },
+      { name: 'energy-meter', cron: '* * * * *' },
+      { name: 'previews-expire', cron: '* * * * *' },
+      { name: 'previews-reclaim', cron: '* * * * *' },
+      { name: 'volumes-erase', cron: '* * * * *' },
+      { name: 'webhooks-deliver', cron: '* * * * *' },
+    ]);
+  });
+});

@@ -1,0 +1,50 @@
+import { buildApp, Gateway } from '../../src/app';
+import { DeploymentLogStreamSubscription } from '../../src/client/generated';
+import { Collected, startGateway, TestGateway } from '../support/gateway';
+
+/** Two gateways on one database, as behind a load balancer: `a` is the test gateway, `b` a second one. */
+export interface Pair {
+  t: TestGateway;
+  a: Gateway;
+  b: Gateway;
+  aUrl: string;
+  bUrl: string;
+  /** Another gateway on the same database (the test stops it; `stop` stops it too). */
+  another(): Promise<{ gateway: Gateway; url: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startPair(env: Record<string, string> = {}): Promise<Pair> {
+  const t = await startGateway(env);
+  const extra: Gateway[] = [];
+  const another = async () => {
+    const gateway = buildApp(t.config);
+    extra.push(gateway);
+    return { gateway, url: await gateway.start(0) };
+  };
+  const second = await another();
+  return {
+    t,
+    a: t.gateway,
+    b: second.gateway,
+    aUrl: t.url,
+    bUrl: second.url,
+    another,
+    async stop() {
+      for (const g of extra) await g.stop();
+      await t.stop();
+    },
+  };
+}
+
+export type LogItem = DeploymentLogStreamSubscription['deploymentLogs'];
+
+export const seqsOf = (s: Collected<DeploymentLogStreamSubscription>) => s.items.map((i) => i.deploymentLogs.seq);
+
+/** Resolves with the items received so far once one of them matches; bounded by jest's timeout. */
+export async function waitForItem<T>(stream: Collected<T>, match: (item: T) => boolean, from = 0): Promise<T[]> {
+  for (let n = from + 1; ; n++) {
+    const items = await stream.waitFor(n);
+    if (match(items[n - 1])) return items;
+  }
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { AddCollaboratorDocument, CreateAppDocument, DeployDocument, DeploymentStatusDocument } from '../../src/client/generated';
+import { Gateway } from '../../src/app';
+import { collect, gqlOk, wsClient } from './gateway';
+
+export const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
+
+export interface TestUser {
+  id: string;
+  email: string;
+  token: string;
+}
+
+export async function makeUser(gateway: Gateway, email = `${unique('user')}@example.com`): Promise<TestUser> {
+  const { user, token } = await gateway.services.accounts.createUser(email);
+  return { id: user.id, email: user.email, token };
+}
+
+export async function makeApp(url: string, owner: TestUser, slug = unique('egg')) {
+  return (await gqlOk(url, owner.token, CreateAppDocument, { slug })).createApp;
+}
+
+export async function deploy(url: string, user: TestUser, project: string, env?: Record<string, string>) {
+  return (await gqlOk(url, user.token, DeployDocument, { input: { project, env } })).deploy;
+}
+
+/** Resolves with the final status once the deployment leaves BUILDING, watched over graphql-ws. */
+export async function settle(url: string, user: TestUser, id: string): Promise<string> {
+  const client = wsClient(url, user.token);
+  try {
+    const stream = collect(client, DeploymentStatusDocument, { id });
+    for (let n = 1; ; n++) {
+      const items = await stream.waitFor(n);
+      const status = items[n - 1].deploymentStatus.status;
+      if (status !== 'BUILDING') {
+        stream.unsubscribe();
+        return status;
+      }
+    }
+  } finally {
+    await client.dispose();
+  }
+}
+
+export interface EggWithPeople {
+  owner: TestUser;
+  collaborator: TestUser;
+  stranger: TestUser;
+  slug: string;
+}
+
+/** A fresh egg with an owner, a collaborator and a stranger, optionally on another tier. */
+export async function makeEggWithPeople(t: { gateway: Gateway; url: string }, tier?: 'free' | 'always_on'): Promise<EggWithPeople> {
+  const owner = await makeUser(t.gateway);
+  const collaborator = await makeUser(t.gateway);
+  const stranger = await makeUser(t.gateway);
+  const { slug } = await makeApp(t.url, owner);
+  await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: slug, email: collaborator.email });
+  if (tier) await t.gateway.services.apps.setTier(slug, tier);
+  return { owner, collaborator, stranger, slug };
+}
