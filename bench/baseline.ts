@@ -1,0 +1,145 @@
+/**
+ * The baselines of `npm run bench`: the least code that does the same work as the gateway, on
+ * the same database, so each gateway figure is a ratio that the machine's speed cancels out of.
+ */
+import { createHash } from 'node:crypto';
+import { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { Pool } from 'pg';
+import { WebSocket, WebSocketServer } from 'ws';
+
+export interface Server {
+  url: string;
+  close(): Promise<void>;
+}
+
+const iso = (v: Date | null) => (v ? v.toISOString() : null);
+
+/**
+ * GET /deployments?limit=N with the gateway's SQL (token lookup, visible deployments, their
+ * apps' slugs), answering the gateway's REST shape, with bare Fastify and `pg`.
+ */
+export async function startBaselineHttp(pool: Pool): Promise<Server> {
+  const app = Fastify({ logger: false });
+  app.get('/deployments', async (req, reply) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m) return reply.code(401).send({ code: 'unauthorized' });
+    const hash = createHash('sha256').update(m[1]).digest('hex');
+    const auth = await pool.query(
+      `SELECT u.id, u.email, t.expires_at FROM api_tokens t JOIN users u ON u.id = t.user_id
+        WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+      [hash],
+    );
+    const viewer = auth.rows[0];
+    if (!viewer || (viewer.expires_at && viewer.expires_at <= new Date())) return reply.code(401).send({ code: 'unauthorized' });
+    const limit = Number((req.query as Record<string, string>).limit ?? 20);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return reply.code(422).send({ code: 'validation_failed' });
+    const { rows } = await pool.query(
+      `SELECT d.* FROM deployments d
+        WHERE d.app_id IN (SELECT a.id FROM apps a WHERE a.owner_id = $1 UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = $1)
+        ORDER BY d.id DESC LIMIT $2`,
+      [viewer.id, limit + 1],
+    );
+    const page = rows.slice(0, limit);
+    const apps = await pool.query('SELECT id, slug FROM apps WHERE id = ANY($1)', [[...new Set(page.map((d) => d.app_id))]]);
+    const slug = new Map(apps.rows.map((a) => [a.id, a.slug]));
+    return {
+      data: page.map((d) => ({
+        id: d.id,
+        project: slug.get(d.app_id),
+        status: d.status,
+        url: d.url,
+        created_at: iso(d.created_at),
+        updated_at: iso(d.updated_at),
+        finished_at: iso(d.finished_at),
+        memory_mb: d.memory_mb,
+        volume_mb: d.volume_mb,
+        env_keys: d.env_keys,
+        failure_reason: d.failure_reason,
+      })),
+      has_more: rows.length > limit,
+      next_cursor: rows.length > limit ? Buffer.from(page[page.length - 1].id).toString('base64url') : null,
+    };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
+}
+
+export interface Broadcast extends Server {
+  /** Sends one log line to every subscriber. */
+  send(line: { seq: number; timestamp: string; type: string; message: string }): void;
+  subscribers(): number;
+}
+
+/**
+ * A bare `ws` broadcast speaking just enough graphql-ws (ack, subscribe, next) for the same
+ * subscribers to read it: one JSON string per line, written to every socket.
+ */
+export async function startBaselineWs(): Promise<Broadcast> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
+  await new Promise<void>((resolve) => wss.once('listening', resolve));
+  const subscribed = new Map<WebSocket, string>();
+  wss.on('connection', (ws) => {
+    ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString());
+      if (msg.type === 'connection_init') ws.send('{"type":"connection_ack"}');
+      else if (msg.type === 'subscribe') subscribed.set(ws, msg.id);
+      else if (msg.type === 'ping') ws.send('{"type":"pong"}');
+    });
+    ws.on('close', () => subscribed.delete(ws));
+  });
+  return {
+    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/graphql`,
+    send(line) {
+      const byId = new Map<string, string>();
+      for (const [ws, id] of subscribed) {
+        let text = byId.get(id);
+        if (text === undefined) {
+          text = JSON.stringify({ id, type: 'next', payload: { data: { deploymentLogs: line } } });
+          byId.set(id, text);
+        }
+        ws.send(text);
+      }
+    },
+    subscribers: () => subscribed.size,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const ws of wss.clients) ws.terminate();
+        wss.close(() => resolve());
+      }),
+  };
+}
+
+/** Log ingestion without the gateway: the same rows, batched into one unnest INSERT per batch. */
+export async function bareInsert(pool: Pool, deploymentId: string, lines: number, batch: number, seqStart = 0): Promise<number> {
+  const client = await pool.connect();
+  try {
+    const started = performance.now();
+    for (let from = 0; from < lines; from += batch) {
+      const n = Math.min(batch, lines - from);
+      const seqs: number[] = [];
+      const stamps: string[] = [];
+      const types: string[] = [];
+      const messages: string[] = [];
+      for (let i = 0; i < n; i++) {
+        seqs.push(seqStart + from + i + 1);
+        stamps.push(new Date().toISOString());
+        types.push('runtime');
+        messages.push(ingestMessage(from + i));
+      }
+      await client.query(
+        `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
+         SELECT $1, u.s, u.t, u.ty, u.m FROM unnest($2::int[], $3::timestamptz[], $4::text[], $5::text[]) AS u(s, t, ty, m)`,
+        [deploymentId, seqs, stamps, types, messages],
+      );
+    }
+    return performance.now() - started;
+  } finally {
+    client.release();
+  }
+}
+
+/** A typical access-log line, the same for the gateway and the baseline. */
+export function ingestMessage(i: number): string {
+  return `GET /api/items/${i} 200 ${(i % 97) + 3}ms ua="Mozilla/5.0" ip=10.0.${i % 256}.${(i * 7) % 256}`;
+}

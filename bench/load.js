@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The load side of `npm run bench`, run as a separate process so the clients do not share the
+ * server's event loop. Every target is 127.0.0.1. Reports one JSON object per line on stdout.
+ *
+ *   node bench/load.js http '<json>'       autocannon against one URL; prints the result
+ *   node bench/load.js subscribe '<json>'  N graphql-ws subscribers; reads commands from stdin
+ */
+const autocannon = require('autocannon');
+const WebSocket = require('ws');
+const readline = require('node:readline');
+
+const [mode, raw] = process.argv.slice(2);
+const spec = JSON.parse(raw || '{}');
+
+function emit(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function loopbackOnly(url) {
+  const host = new URL(url).hostname;
+  if (host !== '127.0.0.1') throw new Error(`bench load only targets 127.0.0.1, not ${host}`);
+}
+
+function cannon(opts) {
+  return new Promise((resolve, reject) => {
+    autocannon(opts, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+async function http() {
+  loopbackOnly(spec.url);
+  const base = {
+    url: spec.url,
+    method: spec.method || 'GET',
+    headers: spec.headers || {},
+    body: spec.body,
+    connections: spec.connections || 10,
+    pipelining: 1,
+    timeout: 10,
+  };
+  if (spec.warmup > 0) await cannon({ ...base, duration: spec.warmup });
+  const r = await cannon({ ...base, duration: spec.duration || 5 });
+  emit({
+    event: 'result',
+    requests: r.requests.total,
+    duration: r.duration,
+    rps: r.requests.total / r.duration,
+    latency: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: r.latency.average },
+    ok: r['2xx'],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+  });
+}
+
+/** Latency histogram in whole milliseconds; the last bucket holds everything beyond. */
+class Histogram {
+  constructor(maxMs) {
+    this.counts = new Float64Array(maxMs + 2);
+    this.max = maxMs + 1;
+    this.n = 0;
+    this.worst = 0;
+  }
+  add(ms) {
+    const v = ms < 0 ? 0 : ms;
+    this.counts[v > this.max ? this.max : Math.floor(v)]++;
+    this.n++;
+    if (v > this.worst) this.worst = v;
+  }
+  /** The p-quantile over `total` lines, where lines never delivered count as slower than any; null then. */
+  pct(p, total = this.n) {
+    if (this.n === 0) return null;
+    const target = Math.ceil(total * p);
+    if (target > this.n) return null;
+    let seen = 0;
+    for (let i = 0; i <= this.max; i++) {
+      seen += this.counts[i];
+      if (seen >= target) return i;
+    }
+    return this.max;
+  }
+}
+
+const TS = '"timestamp":"';
+const SEQ = '"seq":';
+const NEXT = '{"id":"1","type":"next"';
+
+/**
+ * graphql-ws subscribers of one deployment's log (the gateway and the bare broadcast speak the
+ * same protocol). Lines whose message starts with `marker` are counted; others are probes.
+ * stdin: {"cmd":"expect","count":N,"drainMs":M} → waits until every subscriber has N lines or
+ * M ms pass, then reports and exits.
+ */
+async function subscribe() {
+  loopbackOnly(spec.url.replace(/^ws/, 'http'));
+  const hist = new Histogram(120_000);
+  const subs = [];
+  let expected = Infinity;
+  let ready = 0;
+  let complete = 0;
+  let firstAt = 0;
+  let lastAt = 0;
+  let delivered = 0;
+  let onProgress = () => undefined;
+  const failures = [];
+  const marker = `"message":"${spec.marker}`;
+  const payload = JSON.stringify({ query: spec.query, variables: spec.variables });
+
+  function open(i) {
+    return new Promise((resolve, reject) => {
+      const s = { got: 0, lastSeq: -1, disorder: 0, seenAny: false, ws: null, closed: null };
+      const ws = new WebSocket(spec.url, 'graphql-transport-ws', { perMessageDeflate: false });
+      s.ws = ws;
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${spec.token}` } })));
+      ws.on('message', (data) => {
+        const text = data.toString();
+        if (text.startsWith(NEXT)) {
+          if (!s.seenAny) {
+            s.seenAny = true;
+            if (++ready === spec.subscribers) emit({ event: 'ready' });
+          }
+          if (!text.includes(marker)) return;
+          const now = Date.now();
+          const t = text.indexOf(TS);
+          hist.add(now - Date.parse(text.slice(t + TS.length, t + TS.length + 24)));
+          const q = text.indexOf(SEQ);
+          const seq = parseInt(text.slice(q + SEQ.length, q + SEQ.length + 12), 10);
+          if (seq <= s.lastSeq) s.disorder++;
+          s.lastSeq = seq;
+          s.got++;
+          delivered++;
+          if (!firstAt) firstAt = now;
+          lastAt = now;
+          if (s.got === expected) {
+            complete++;
+            onProgress();
+          }
+          return;
+        }
+        const msg = JSON.parse(text);
+        if (msg.type === 'connection_ack') {
+          ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: JSON.parse(payload) }));
+          resolve(s);
+        } else if (msg.type === 'ping') ws.send(JSON.stringify({ type: 'pong' }));
+        else if (msg.type === 'error' || msg.type === 'complete') failures.push({ subscriber: i, message: msg });
+      });
+      ws.on('error', (err) => {
+        failures.push({ subscriber: i, error: String(err.message || err) });
+        reject(err);
+      });
+      ws.on('close', (code, reason) => {
+        s.closed = { code, reason: reason.toString() };
+      });
+    });
+  }
+
+  // Connect in waves: a burst of 500 handshakes at once measures the accept queue, not streaming.
+  const wave = 50;
+  for (let i = 0; i < spec.subscribers; i += wave) {
+    const batch = [];
+    for (let j = i; j < Math.min(spec.subscribers, i + wave); j++) batch.push(open(j));
+    subs.push(...(await Promise.all(batch)));
+  }
+  emit({ event: 'connected', subscribers: subs.length });
+
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    const cmd = JSON.parse(line);
+    if (cmd.cmd !== 'expect') continue;
+    expected = cmd.count;
+    for (const s of subs) if (s.got >= expected) complete++;
+    const started = Date.now();
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, cmd.drainMs);
+      onProgress = () => {
+        if (complete >= subs.length) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      onProgress();
+    });
+    const got = subs.map((s) => s.got);
+    emit({
+      event: 'report',
+      subscribers: subs.length,
+      expectedPerSubscriber: expected,
+      delivered,
+      expectedTotal: expected * subs.length,
+      completeSubscribers: subs.filter((s) => s.got === expected).length,
+      minPerSubscriber: Math.min(...got),
+      maxPerSubscriber: Math.max(...got),
+      outOfOrder: subs.reduce((n, s) => n + s.disorder, 0),
+      closed: subs.filter((s) => s.closed).length,
+      failures: failures.slice(0, 5),
+      drainWaitMs: Date.now() - started,
+      deliverySpanMs: lastAt - firstAt,
+      // Over every expected line: one never delivered counts as late beyond measure (null).
+      latencyMs: {
+        p50: hist.pct(0.5, expected * subs.length),
+        p90: hist.pct(0.9, expected * subs.length),
+        p99: hist.pct(0.99, expected * subs.length),
+        max: delivered === expected * subs.length ? hist.worst : null,
+        maxDelivered: hist.worst,
+      },
+    });
+    break;
+  }
+  rl.close();
+  for (const s of subs) s.ws.terminate();
+}
+
+const modes = { http, subscribe };
+if (!modes[mode]) {
+  process.stderr.write(`usage: node bench/load.js http|subscribe '<json>'\n`);
+  process.exit(2);
+}
+modes[mode]().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench load: ${err && err.stack ? err.stack : err}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,731 @@
+/**
+ * `npm run bench`: starts the gateway (buildApp on port 0) and the baselines over one database,
+ * loads both from a second process (bench/load.js) and prints one table of gateway/baseline
+ * ratios, also written to bench/results/<timestamp>.json. See the README's Benchmarks section.
+ */
+import 'reflect-metadata';
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Pool } from 'pg';
+import pino from 'pino';
+import { buildApp, Gateway } from '../src/app';
+import { loadConfig } from '../src/config';
+import { EmbeddedPostgres, startEmbeddedPostgres } from '../src/db/embedded';
+import { newId } from '../src/ids';
+import { createLogger } from '../src/log';
+import { App, Tier } from '../src/modules/apps/app.entity';
+import { Collaborator } from '../src/modules/apps/collaborator.entity';
+import { Cron } from '../src/modules/crons/cron.entity';
+import { Deployment, DeploymentStatus } from '../src/modules/deployments/deployment.entity';
+import { LogType } from '../src/modules/deployments/log-line.entity';
+import { bareInsert, ingestMessage, startBaselineHttp, startBaselineWs } from './baseline';
+
+// ---------------------------------------------------------------------------------------------
+// Settings (environment), with defaults sized for a 2-core machine: under 3 minutes in all.
+
+function num(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return n;
+}
+
+const S = {
+  seconds: num('BENCH_SECONDS', 8), // each HTTP measurement
+  warmup: num('BENCH_WARMUP_SECONDS', 2),
+  connections: num('BENCH_CONNECTIONS', 10),
+  logRate: num('BENCH_LOG_RATE', 5000), // lines per second
+  logSeconds: num('BENCH_LOG_SECONDS', 2),
+  subscribers: num('BENCH_SUBSCRIBERS', 500),
+  drainMs: num('BENCH_DRAIN_MS', 15_000), // after the last line, how long subscribers may take
+  ingestLines: num('BENCH_INGEST_LINES', 100_000),
+  crons: num('BENCH_CRONS', 10_000),
+  cronDeadlineS: num('BENCH_CRON_DEADLINE_SECONDS', 10),
+  cronTimeoutS: num('BENCH_CRON_TIMEOUT_SECONDS', 60),
+  cronTickMs: num('BENCH_CRON_TICK_MS', 1000),
+  only: new Set((process.env.BENCH_ONLY ?? 'http,nested,ingest,cron,logs').split(',').map((s) => s.trim())),
+};
+
+const ROOT = path.resolve(__dirname, '..');
+const LOAD = path.join(__dirname, 'load.js');
+
+// ---------------------------------------------------------------------------------------------
+// The second process.
+
+interface Child {
+  proc: ChildProcess;
+  /** The next line on stdout with this event, parsed; rejects if the process ends first. */
+  next(event: string, timeoutMs: number): Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  send(obj: unknown): void;
+  stop(): Promise<void>;
+}
+
+/** Load processes running now, stopped with the harness whatever happens. */
+const children = new Set<ChildProcess>();
+
+function startLoad(mode: 'http' | 'subscribe', spec: unknown): Child {
+  const proc = spawn(process.execPath, [LOAD, mode, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'], cwd: ROOT });
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  const queue: Array<Record<string, unknown>> = [];
+  const waiters: Array<() => void> = [];
+  let exited: number | null = null;
+  const wake = () => waiters.splice(0).forEach((w) => w());
+  readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+    try {
+      queue.push(JSON.parse(line));
+    } catch {
+      process.stderr.write(`load: ${line}\n`);
+    }
+    wake();
+  });
+  const ended = new Promise<void>((resolve) =>
+    proc.once('exit', (code) => {
+      exited = code ?? 1;
+      wake();
+      resolve();
+    }),
+  );
+  return {
+    proc,
+    async next(event, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const i = queue.findIndex((m) => m.event === event);
+        if (i >= 0) return queue.splice(i, 1)[0];
+        if (exited !== null) throw new Error(`load process (${mode}) exited with ${exited} before "${event}"`);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`load process (${mode}): no "${event}" within ${timeoutMs} ms`);
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          timer = setTimeout(r, left);
+        });
+        clearTimeout(timer);
+      }
+    },
+    send(obj) {
+      proc.stdin!.write(JSON.stringify(obj) + '\n');
+    },
+    async stop() {
+      if (exited === null) proc.kill('SIGTERM');
+      await ended;
+    },
+  };
+}
+
+interface HttpResult {
+  rps: number;
+  requests: number;
+  latency: { p50: number; p90: number; p99: number; max: number; mean: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+async function autocannon(label: string, target: { url: string; method?: string; headers?: Record<string, string>; body?: string }): Promise<HttpResult> {
+  const child = startLoad('http', { ...target, connections: S.connections, duration: S.seconds, warmup: S.warmup });
+  try {
+    const r = (await child.next('result', (S.seconds + S.warmup + 30) * 1000)) as unknown as HttpResult;
+    if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+    log(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms`);
+    return r;
+  } finally {
+    await child.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Database: a fresh one on DATABASE_URL's server, else an embedded PostgreSQL in a temp dir.
+
+interface BenchDb {
+  url: string;
+  where: string;
+  drop(): Promise<void>;
+}
+
+async function openBenchDb(tmp: string): Promise<BenchDb> {
+  const server = process.env.DATABASE_URL;
+  if (server) {
+    const name = `hatchery_bench_${randomBytes(5).toString('hex')}`;
+    const admin = new Client({ connectionString: server });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const u = new URL(server);
+    u.pathname = `/${name}`;
+    return {
+      url: u.toString(),
+      where: `PostgreSQL at ${u.host} (DATABASE_URL), fresh database ${name}`,
+      async drop() {
+        const c = new Client({ connectionString: server });
+        await c.connect();
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await c.end();
+      },
+    };
+  }
+  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(path.join(tmp, 'db'));
+  return { url: embedded.url, where: `embedded PostgreSQL in ${tmp}`, drop: () => embedded.stop() };
+}
+
+async function pgVersion(pool: Pool): Promise<string> {
+  return (await pool.query('SHOW server_version')).rows[0].server_version;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seed data.
+
+interface Seed {
+  token: string;
+  viewerId: string;
+  liveLogDeployment: string;
+  ingestDeployment: string;
+  baselineIngestDeployment: string;
+}
+
+function deploymentRow(appId: string, userId: string, at: Date, slug: string): Deployment {
+  const id = newId('dep', at);
+  return Object.assign(new Deployment(), {
+    id,
+    appId,
+    status: DeploymentStatus.LIVE,
+    revision: 2,
+    url: `https://${slug}-${id.slice(-8)}.hatchery.run`,
+    envSealed: null,
+    envKeys: ['PORT', 'NODE_ENV'],
+    memoryMb: 256,
+    volumeMb: null,
+    failureReason: null,
+    createdById: userId,
+    meteredUntil: null,
+    leaseUntil: null,
+    createdAt: at,
+    updatedAt: at,
+    finishedAt: at,
+  });
+}
+
+function appRow(ownerId: string, slug: string, at: Date): App {
+  return Object.assign(new App(), { id: newId('app', at), slug, ownerId, tier: Tier.FREE, memoryMb: null, currentDeploymentId: null, createdAt: at });
+}
+
+/**
+ * The viewer owns 10 eggs and collaborates on 2 eggs of each of 25 other accounts; each egg has
+ * 5 deployments, created round-robin so the newest 50 belong to 50 eggs and 26 owners.
+ */
+async function seed(gateway: Gateway): Promise<Seed> {
+  const { accounts } = gateway.services;
+  const ds = gateway.ds;
+  const tag = randomBytes(3).toString('hex');
+  const viewer = await accounts.createUser(`bench-viewer-${tag}@example.com`);
+  const others = [];
+  for (let i = 0; i < 25; i++) others.push((await accounts.createUser(`bench-owner-${i}-${tag}@example.com`)).user);
+  const t0 = Date.now() - 3_600_000;
+  const apps: App[] = [];
+  for (let i = 0; i < 10; i++) apps.push(appRow(viewer.user.id, `bench-${tag}-v${i}`, new Date(t0 + i)));
+  others.forEach((u, i) => {
+    for (let j = 0; j < 2; j++) apps.push(appRow(u.id, `bench-${tag}-o${i}-${j}`, new Date(t0 + 100 + i * 2 + j)));
+  });
+  await ds.getRepository(App).insert(apps);
+  await ds
+    .getRepository(Collaborator)
+    .insert(apps.filter((a) => a.ownerId !== viewer.user.id).map((a) => Object.assign(new Collaborator(), { appId: a.id, userId: viewer.user.id, createdAt: new Date(t0) })));
+  const deployments: Deployment[] = [];
+  for (let round = 0; round < 5; round++) {
+    apps.forEach((a, i) => deployments.push(deploymentRow(a.id, viewer.user.id, new Date(t0 + 10_000 + round * 1000 + i), a.slug)));
+  }
+  // Deployments for the log phases: older than the listed ones, in the viewer's first egg.
+  const logs = [0, 1, 2].map((i) => deploymentRow(apps[0].id, viewer.user.id, new Date(t0 + 1000 + i), apps[0].slug));
+  await ds.getRepository(Deployment).insert([...deployments, ...logs]);
+  return {
+    token: viewer.token,
+    viewerId: viewer.user.id,
+    liveLogDeployment: logs[0].id,
+    ingestDeployment: logs[1].id,
+    baselineIngestDeployment: logs[2].id,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases.
+
+type Row = { measure: string; gateway: number | string | null; baseline: number | string | null; ratio: number | null; goal: string; met: boolean | null };
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+
+function log(msg: string) {
+  process.stderr.write(msg + '\n');
+}
+
+const GQL_LIST = `query BenchDeployments($first: Int) {
+  deployments(first: $first) {
+    nodes { id status url createdAt updatedAt finishedAt memoryMb volumeMb envKeys failureReason app { slug } }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+const GQL_FLAT = `query BenchFlat($first: Int) { deployments(first: $first) { nodes { id status url createdAt } } }`;
+const GQL_NESTED = `query BenchNested($first: Int) { deployments(first: $first) { nodes { id status url createdAt app { slug owner { email } } } } }`;
+
+function gqlTarget(url: string, token: string, query: string, first: number) {
+  return {
+    url: `${url}/graphql`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables: { first } }),
+  };
+}
+
+/** One request by hand first: a misconfigured target must fail loudly, not measure errors fast. */
+async function check(target: { url: string; method?: string; headers?: Record<string, string>; body?: string }, count: (body: any) => number, expected: number) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  const got = res.status === 200 ? count(body) : -1;
+  if (got !== expected) throw new Error(`${target.method ?? 'GET'} ${target.url}: expected ${expected} items, got status ${res.status}: ${text.slice(0, 300)}`);
+}
+
+async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string) {
+  log('REST and GraphQL lists (autocannon in a second process)');
+  const auth = { authorization: `Bearer ${token}` };
+  const base = { url: `${baselineUrl}/deployments?limit=20`, headers: auth };
+  const restT = { url: `${gatewayUrl}/deployments?limit=20`, headers: auth };
+  const gqlT = gqlTarget(gatewayUrl, token, GQL_LIST, 20);
+  await check(base, (b) => b.data.length, 20);
+  await check(restT, (b) => b.data.length, 20);
+  await check(gqlT, (b) => (b.errors ? -2 : b.data.deployments.nodes.length), 20);
+  // The baseline before and after the gateway runs, averaged: the machine's drift cancels too.
+  const before = await autocannon('baseline (Fastify + pg)', base);
+  const restR = await autocannon('gateway REST GET /deployments', restT);
+  const gqlR = await autocannon('gateway GraphQL deployments(first: 20)', gqlT);
+  const after = await autocannon('baseline (Fastify + pg), again', base);
+  const baseline = { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } };
+  raw.http = { baseline: [before, after], rest: restR, graphql: gqlR };
+  for (const [name, r] of [
+    ['REST GET /deployments?limit=20', restR],
+    ['GraphQL deployments(first: 20)', gqlR],
+  ] as const) {
+    const tput = r.rps / baseline.rps;
+    const p99 = r.latency.p99 / baseline.latency.p99;
+    rows.push({ measure: `${name}: throughput (req/s)`, gateway: Math.round(r.rps), baseline: Math.round(baseline.rps), ratio: tput, goal: '≥ 0.5', met: tput >= 0.5 });
+    rows.push({ measure: `${name}: p99 latency (ms)`, gateway: r.latency.p99, baseline: +baseline.latency.p99.toFixed(1), ratio: p99, goal: '≤ 2', met: p99 <= 2 });
+  }
+}
+
+async function statementsPerRequest(url: string, token: string, query: string, first: number, counter: { n: number }): Promise<number[]> {
+  const counts: number[] = [];
+  const t = gqlTarget(url, token, query, first);
+  for (let i = 0; i < 10; i++) {
+    const before = counter.n;
+    const res = await fetch(t.url, { method: 'POST', headers: t.headers, body: t.body });
+    const body = (await res.json()) as { errors?: unknown; data?: { deployments: { nodes: unknown[] } } };
+    if (body.errors || body.data?.deployments.nodes.length !== first) throw new Error(`nested query failed: ${JSON.stringify(body).slice(0, 300)}`);
+    counts.push(counter.n - before);
+  }
+  return counts.sort((a, b) => a - b);
+}
+
+async function nestedPhase(url: string, token: string, counter: { n: number; on: boolean }) {
+  log('Nested GraphQL list: SQL statements per request and throughput');
+  counter.on = true;
+  const s5 = await statementsPerRequest(url, token, GQL_NESTED, 5, counter);
+  const s50 = await statementsPerRequest(url, token, GQL_NESTED, 50, counter);
+  counter.on = false;
+  const median = (a: number[]) => a[Math.floor(a.length / 2)];
+  log(`  statements per request: first 5 → ${s5.join(',')}; first 50 → ${s50.join(',')}`);
+  const flatT = gqlTarget(url, token, GQL_FLAT, 50);
+  const nestedT = gqlTarget(url, token, GQL_NESTED, 50);
+  const flat = await autocannon('gateway GraphQL flat list of 50', flatT);
+  const nested = await autocannon('gateway GraphQL nested list of 50', nestedT);
+  raw.nested = { statements5: s5, statements50: s50, flat, nested };
+  rows.push({
+    measure: 'Nested list (app, owner): SQL statements per request, 50 vs 5',
+    gateway: median(s50),
+    baseline: median(s5),
+    ratio: median(s50) / median(s5),
+    goal: 'constant (= 1)',
+    met: median(s50) === median(s5),
+  });
+  rows.push({
+    measure: 'Nested list of 50: throughput vs flat list of 50 (req/s)',
+    gateway: Math.round(nested.rps),
+    baseline: Math.round(flat.rps),
+    ratio: nested.rps / flat.rps,
+    goal: '(reported)',
+    met: null,
+  });
+}
+
+async function ingestPhase(gateway: Gateway, pool: Pool, seedData: Seed) {
+  log(`Log ingestion: ${S.ingestLines} lines through the gateway's writer and through a bare batched insert, 3 rounds`);
+  const writer = gateway.services.deployments.writer;
+  await writer.open(seedData.ingestDeployment);
+  const rounds: Array<{ gateway: number; baseline: number; ratio: number }> = [];
+  let baseSeq = 0;
+  const gatewayRun = async () => {
+    const started = performance.now();
+    for (let i = 0; i < S.ingestLines; i++) writer.append(seedData.ingestDeployment, LogType.RUNTIME, ingestMessage(i));
+    await writer.flush();
+    return (S.ingestLines / (performance.now() - started)) * 1000;
+  };
+  const bareRun = async () => {
+    const ms = await bareInsert(pool, seedData.baselineIngestDeployment, S.ingestLines, 500, baseSeq);
+    baseSeq += S.ingestLines;
+    return (S.ingestLines / ms) * 1000;
+  };
+  for (let round = 0; round < 3; round++) {
+    // Paired and in alternating order: neither side always gets the emptier table or the quieter moment.
+    let gw: number;
+    let b: number;
+    if (round % 2 === 0) {
+      gw = await gatewayRun();
+      b = await bareRun();
+    } else {
+      b = await bareRun();
+      gw = await gatewayRun();
+    }
+    rounds.push({ gateway: gw, baseline: b, ratio: gw / b });
+    log(`  round ${round + 1}: gateway ${gw.toFixed(0)} lines/s, baseline ${b.toFixed(0)} lines/s`);
+  }
+  const [{ n }] = (await pool.query('SELECT count(*)::int AS n FROM log_lines WHERE deployment_id = $1', [seedData.ingestDeployment])).rows;
+  if (n !== rounds.length * S.ingestLines) throw new Error(`gateway writer stored ${n} lines, expected ${rounds.length * S.ingestLines}`);
+  raw.ingest = rounds;
+  const mid = [...rounds].sort((a, b) => a.ratio - b.ratio)[1]; // the median round
+  rows.push({ measure: 'Log ingestion into PostgreSQL (lines/s, median round)', gateway: Math.round(mid.gateway), baseline: Math.round(mid.baseline), ratio: mid.ratio, goal: '≥ 0.7', met: mid.ratio >= 0.7 });
+}
+
+/**
+ * Calls `emit(i)` at `rate` per second for `seconds`. A producer starved by its own process
+ * (the gateway busy delivering) does not catch up afterwards: it stops when the time is up.
+ */
+async function paced(rate: number, seconds: number, emit: (i: number) => void): Promise<{ written: number; rate: number }> {
+  const started = performance.now();
+  const total = Math.round(rate * seconds);
+  let i = 0;
+  const windowMs = seconds * 1000;
+  for (;;) {
+    const elapsed = performance.now() - started;
+    if (i >= total || elapsed >= windowMs) break;
+    const due = Math.min(total, Math.floor((elapsed / 1000) * rate) + 1);
+    // A burst that takes long (a broadcast to every subscriber per line) also ends with the window.
+    while (i < due && ((i & 7) !== 0 || performance.now() - started < windowMs)) emit(i++);
+    await sleep(2);
+  }
+  return { written: i, rate: (i / Math.max(performance.now() - started, seconds * 1000)) * 1000 };
+}
+
+interface StreamReport {
+  delivered: number;
+  expectedTotal: number;
+  completeSubscribers: number;
+  subscribers: number;
+  deliverySpanMs: number;
+  latencyMs: { p50: number | null; p90: number | null; p99: number | null; max: number | null; maxDelivered: number };
+  [k: string]: unknown;
+}
+
+async function stream(label: string, wsUrl: string, token: string, deploymentId: string, produce: (i: number, probe: boolean) => void, flush: () => Promise<void>): Promise<StreamReport & { rate: number }> {
+  const child = startLoad('subscribe', {
+    url: wsUrl,
+    token,
+    subscribers: S.subscribers,
+    marker: 'bench-',
+    query: 'subscription BenchLogs($id: ID!) { deploymentLogs(id: $id) { seq timestamp type message } }',
+    variables: { id: deploymentId },
+  });
+  try {
+    await child.next('connected', 60_000);
+    // Probe lines until every subscriber has received one: then each is listening live.
+    const ready = child.next('ready', 30_000);
+    let isReady = false;
+    ready.then(() => (isReady = true), () => undefined);
+    for (let p = 0; !isReady && p < 300; p++) {
+      produce(p, true);
+      await Promise.race([ready.catch(() => undefined), sleep(100)]);
+    }
+    await ready;
+    await flush();
+    const { written, rate } = await paced(S.logRate, S.logSeconds, (i) => produce(i, false));
+    await flush();
+    child.send({ cmd: 'expect', count: written, drainMs: S.drainMs });
+    const r = (await child.next('report', S.drainMs + 30_000)) as StreamReport;
+    log(
+      `  ${label.padEnd(26)} ${rate.toFixed(0)} lines/s written; delivered ${r.delivered}/${r.expectedTotal} ` +
+        `(${r.completeSubscribers}/${r.subscribers} subscribers complete); latency p50 ${ms(r.latencyMs.p50)} p99 ${ms(r.latencyMs.p99)} max ${ms(r.latencyMs.max)}`,
+    );
+    return { ...r, rate };
+  } finally {
+    await child.stop();
+  }
+}
+
+/** A latency, or what a null one means: the line was not delivered within the drain window. */
+const ms = (v: number | null) => (v === null ? `> ${S.drainMs} ms (undelivered)` : `${v} ms`);
+
+async function logsPhase(gateway: Gateway, seedData: Seed) {
+  log(`Live logs: ${S.logRate} lines/s for ${S.logSeconds} s to ${S.subscribers} graphql-ws subscribers`);
+  const line = (i: number, probe: boolean) => (probe ? `probe-${i}` : `bench-${i} GET /api/items/${i} 200 4ms`);
+  // The baseline first: whatever backlog the gateway is left with cannot slow it down.
+  const bare = await startBaselineWs();
+  let seq = 0;
+  let base: StreamReport & { rate: number };
+  try {
+    base = await stream(
+      'baseline (bare ws)',
+      bare.url,
+      seedData.token,
+      seedData.liveLogDeployment,
+      (i, probe) => bare.send({ seq: ++seq, timestamp: new Date().toISOString(), type: 'RUNTIME', message: line(i, probe) }),
+      async () => undefined,
+    );
+  } finally {
+    await bare.close();
+  }
+  const writer = gateway.services.deployments.writer;
+  const dep = seedData.liveLogDeployment;
+  await writer.open(dep);
+  const gw = await stream(
+    'gateway (graphql-ws)',
+    gateway.url.replace(/^http/, 'ws') + '/graphql',
+    seedData.token,
+    dep,
+    (i, probe) => writer.append(dep, LogType.RUNTIME, line(i, probe)),
+    () => writer.flush(),
+  );
+  // Bounded: until the gateway has let go of the subscriptions the load process closed.
+  const deadline = Date.now() + 60_000;
+  let active = '?';
+  while (Date.now() < deadline) {
+    const metrics = await fetch(`${gateway.url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => '');
+    active = /^hatchery_graphql_subscriptions_active (\d+)/m.exec(metrics)?.[1] ?? '?';
+    if (active === '0') break;
+    await sleep(250);
+  }
+  log(`  the gateway let go of the closed subscriptions after ${((Date.now() - deadline + 60_000) / 1000).toFixed(1)} s (${active} left)`);
+  raw.logs = { gateway: gw, baseline: base };
+  const frac = (r: StreamReport) => r.delivered / r.expectedTotal;
+  rows.push({
+    measure: `Live logs (${S.subscribers} subscribers): lines/s written (target ${S.logRate})`,
+    gateway: Math.round(gw.rate),
+    baseline: Math.round(base.rate),
+    ratio: gw.rate / base.rate,
+    goal: `≥ ${S.logRate}`,
+    met: gw.rate >= S.logRate * 0.98,
+  });
+  rows.push({
+    measure: 'Live logs: share of lines delivered to every subscriber',
+    gateway: +frac(gw).toFixed(4),
+    baseline: +frac(base).toFixed(4),
+    ratio: frac(gw) / frac(base),
+    goal: 'all (= 1)',
+    met: gw.delivered === gw.expectedTotal,
+  });
+  const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / (r.deliverySpanMs as number)) * 1000 : 0);
+  rows.push({
+    measure: 'Live logs: messages/s delivered (all subscribers)',
+    gateway: Math.round(perSecond(gw)),
+    baseline: Math.round(perSecond(base)),
+    ratio: perSecond(gw) / perSecond(base),
+    goal: '(reported)',
+    met: null,
+  });
+  const late = `> ${S.drainMs}`;
+  const gp99 = gw.latencyMs.p99;
+  const bp99 = base.latencyMs.p99;
+  rows.push({
+    measure: 'Live logs: p99 delivery latency (ms)',
+    gateway: gp99 ?? late,
+    baseline: bp99 ?? late,
+    ratio: gp99 !== null && bp99 ? gp99 / bp99 : null,
+    goal: '< 250 ms',
+    met: gp99 !== null && gp99 < 250,
+  });
+}
+
+async function cronPhase(gateway: Gateway, pool: Pool) {
+  log(`Cron scheduler: ${S.crons} crons due at the same moment, scheduler ticking every ${S.cronTickMs} ms`);
+  const ds = gateway.ds;
+  const tag = randomBytes(3).toString('hex');
+  const owners = Math.min(100, S.crons);
+  const apps: App[] = [];
+  for (let i = 0; i < owners; i++) {
+    const { user } = await gateway.services.accounts.createUser(`bench-cron-${i}-${tag}@example.com`);
+    apps.push(appRow(user.id, `bench-${tag}-c${i}`, new Date()));
+  }
+  await ds.getRepository(App).insert(apps);
+  const due = new Date(Date.now() + 3000);
+  const crons: Cron[] = [];
+  for (let i = 0; i < S.crons; i++) {
+    const at = new Date();
+    crons.push(Object.assign(new Cron(), { id: newId('cron', at), appId: apps[i % owners].id, schedule: '* * * * *', command: 'echo bench', enabled: true, nextRunAt: due, createdAt: at, updatedAt: at }));
+  }
+  for (let i = 0; i < crons.length; i += 1000) await ds.getRepository(Cron).insert(crons.slice(i, i + 1000));
+  if (Date.now() >= due.getTime()) throw new Error('seeding the crons took longer than their lead time');
+  gateway.services.crons.start(S.cronTickMs);
+  const deadline = due.getTime() + S.cronTimeoutS * 1000;
+  let recorded = 0;
+  let progressAt = Date.now();
+  // Until every run is recorded, the deadline passes, or nothing moved for 10 s after the due time.
+  while (Date.now() < deadline) {
+    const n = (await pool.query('SELECT count(*)::int AS n FROM cron_runs WHERE scheduled_at = $1', [due])).rows[0].n;
+    if (n !== recorded) progressAt = Date.now();
+    recorded = n;
+    if (recorded >= S.crons || (Date.now() > due.getTime() && Date.now() - progressAt > 10_000)) break;
+    await sleep(250);
+  }
+  // Let the started commands finish, so stopping the gateway does not cut them short.
+  while (Date.now() < deadline + 30_000) {
+    const running = (await pool.query(`SELECT count(*)::int AS n FROM cron_runs WHERE status = 'running'`)).rows[0].n;
+    if (running === 0) break;
+    await sleep(250);
+  }
+  const { rows: [r] } = await pool.query(
+    `SELECT count(*)::int AS runs,
+            count(started_at)::int AS started,
+            count(*) FILTER (WHERE status = 'skipped_depleted')::int AS skipped,
+            count(*) FILTER (WHERE status = 'success')::int AS succeeded,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at)) AS p50,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at)) AS p99,
+            max(extract(epoch FROM started_at - scheduled_at)) AS max_s
+       FROM cron_runs WHERE scheduled_at = $1`,
+    [due],
+  );
+  const maxS = r.max_s === null ? null : Number(r.max_s);
+  log(`  ${r.started}/${S.crons} started (${r.succeeded} succeeded, ${r.skipped} skipped); delay p50 ${Number(r.p50).toFixed(2)} s, p99 ${Number(r.p99).toFixed(2)} s, max ${maxS?.toFixed(2)} s`);
+  raw.cron = { crons: S.crons, ...r, p50: Number(r.p50), p99: Number(r.p99), max_s: maxS };
+  rows.push({
+    measure: `Cron: ${S.crons} due at once, started / latest start after due (s)`,
+    gateway: `${r.started} / ${maxS === null ? '–' : maxS.toFixed(2)}`,
+    baseline: null,
+    ratio: null,
+    goal: `all within ${S.cronDeadlineS} s`,
+    met: r.started === S.crons && maxS !== null && maxS <= S.cronDeadlineS,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    nproc: cpus.length,
+    cpu: cpus[0]?.model ?? 'unknown',
+    memory_gb: +(os.totalmem() / 2 ** 30).toFixed(1),
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  };
+}
+
+function table(): string {
+  const fmt = (v: number | string | null) => (v === null ? '–' : typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v);
+  const head = ['measure', 'gateway', 'baseline', 'ratio', 'goal', 'met'];
+  const body = rows.map((r) => [r.measure, fmt(r.gateway), fmt(r.baseline), r.ratio === null ? '–' : r.ratio.toFixed(2), r.goal, r.met === null ? '–' : r.met ? 'yes' : 'NO']);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
+  return [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)].join('\n');
+}
+
+async function main() {
+  const started = Date.now();
+  const loadBefore = +os.loadavg()[0].toFixed(2);
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'hatchery-bench-'));
+  chmodSync(tmp, 0o755); // the postgres user must reach the embedded data dir when we run as root
+  let db: BenchDb | null = null;
+  let gateway: Gateway | null = null;
+  let pool: Pool | null = null;
+  let baselineHttp: { close(): Promise<void> } | null = null;
+  let stopped: Promise<void> | null = null;
+  const cleanup = () =>
+    (stopped ??= (async () => {
+      const stopping = Date.now();
+      for (const child of children) child.kill("SIGTERM");
+      await baselineHttp?.close().catch((err) => log(`baseline close: ${err}`));
+      await pool?.end().catch((err) => log(`pool close: ${err}`));
+      await gateway?.stop().catch((err) => log(`gateway stop: ${err}`));
+      await db?.drop().catch((err) => log(`database drop: ${err}`));
+      rmSync(tmp, { recursive: true, force: true });
+      log(`stopped in ${Date.now() - stopping} ms`);
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    // on, not once: a library's own exit hook (signal-exit) re-raises the signal when it is alone.
+    process.on(signal, () => {
+      if (!stopped) log(`${signal}: stopping`);
+      void cleanup().catch((err) => log(`cleanup failed: ${err}`)).finally(() => process.exit(130));
+    });
+  }
+  try {
+    db = await openBenchDb(tmp);
+    log(`database: ${db.where}`);
+    const counter = { n: 0, on: false };
+    const config = loadConfig({
+      HOST: '127.0.0.1',
+      DATABASE_URL: db.url,
+      HATCHERY_DATA_DIR: path.join(tmp, 'data'),
+      HATCHERY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      HATCHERY_JOBS: 'off',
+      HATCHERY_CRON_TICK_MS: '0', // the cron phase starts the scheduler itself
+      HATCHERY_SIM_BUILD_MS: '0',
+      HATCHERY_SIM_COMMAND_MS: '0',
+      HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+      HATCHERY_ENERGY_FREE_DAILY: '1000000',
+      HATCHERY_ENERGY_FREE_WEEKLY: '10000000',
+      // Abuse limits stay on, but far above what one benchmark token sends.
+      HATCHERY_RATE_LIMIT_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
+    });
+    const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
+    gateway = buildApp(config, { logger, db: { onQuery: () => void (counter.on && counter.n++) } });
+    const url = await gateway.start(0);
+    pool = new Pool({ connectionString: db.url, max: 10 });
+    log(`gateway: ${url}; PostgreSQL ${await pgVersion(pool)}; ${machine().nproc} cores; node ${process.version}`);
+    const seedData = await seed(gateway);
+    const bh = await startBaselineHttp(pool);
+    baselineHttp = bh;
+
+    if (S.only.has('http')) await httpPhase(url, bh.url, seedData.token);
+    if (S.only.has('nested')) await nestedPhase(url, seedData.token, counter);
+    if (S.only.has('ingest')) await ingestPhase(gateway, pool, seedData);
+    if (S.only.has('cron')) await cronPhase(gateway, pool);
+    if (S.only.has('logs')) await logsPhase(gateway, seedData); // last: it may leave the gateway busy
+
+    const result = {
+      at: new Date().toISOString(),
+      machine: machine(),
+      // Other work on the machine: the ratios cancel much of it, not all.
+      load_average_1m: { before: loadBefore, after: +os.loadavg()[0].toFixed(2) },
+      database: db.where,
+      postgres: await pgVersion(pool),
+      settings: { ...S, only: [...S.only] },
+      duration_s: Math.round((Date.now() - started) / 1000),
+      rows,
+      raw,
+    };
+    const dir = path.join(ROOT, 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${result.at.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+    process.stdout.write(`\n${table()}\n\n`);
+    process.stdout.write(
+      `${result.machine.nproc} × ${result.machine.cpu}, ${result.machine.memory_gb} GB, node ${result.machine.node}, PostgreSQL ${result.postgres}; ` +
+        `load average ${result.load_average_1m.before} → ${result.load_average_1m.after}; ${result.duration_s} s; written to ${path.relative(ROOT, file)}\n`,
+    );
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err) => {
+  log(`bench failed: ${err instanceof Error ? err.stack : err}`);
+  process.exitCode = 1;
+});
+
