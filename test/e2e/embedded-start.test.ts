@@ -1,4 +1,5 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
+import http from 'node:http';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,8 +16,13 @@ describe('zero-config start with the embedded PostgreSQL', () => {
   let server: ChildProcess;
   let url: string;
   let stderr = '';
+  /** The server's JSON log lines (stdout), and waiters for a line to come. */
+  const logLines: Array<Record<string, any>> = [];
+  const logWaiters: Array<{ match: (l: Record<string, any>) => boolean; resolve: () => void }> = [];
+  const untilLogged = (match: (l: Record<string, any>) => boolean) =>
+    new Promise<void>((resolve) => (logLines.some(match) ? resolve() : logWaiters.push({ match, resolve })));
   const env = () => {
-    const e: NodeJS.ProcessEnv = { ...process.env, HATCHERY_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', HATCHERY_SIM_BUILD_MS: '300', LOG_LEVEL: 'warn' };
+    const e: NodeJS.ProcessEnv = { ...process.env, HATCHERY_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', HATCHERY_SIM_BUILD_MS: '300', LOG_LEVEL: 'info' };
     delete e.DATABASE_URL;
     delete e.HATCHERY_ENCRYPTION_KEY;
     return e;
@@ -29,10 +35,19 @@ describe('zero-config start with the embedded PostgreSQL', () => {
     server.stderr!.on('data', (c) => (stderr += c));
     url = await new Promise<string>((resolve, reject) => {
       let out = '';
+      let partial = '';
       server.stdout!.on('data', (c) => {
         out += c;
         const m = /listening on (http:\/\/\S+)/.exec(out);
         if (m) resolve(m[1]);
+        const lines = (partial + c).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          if (!line.startsWith('{')) continue;
+          const entry = JSON.parse(line) as Record<string, any>;
+          logLines.push(entry);
+          for (const w of logWaiters.splice(0)) (w.match(entry) ? w.resolve() : logWaiters.push(w));
+        }
       });
       server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
     });
@@ -72,8 +87,33 @@ describe('zero-config start with the embedded PostgreSQL', () => {
     expect(existsSync(path.join(dataDir, 'encryption.key'))).toBe(true);
     const pgPid = Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
 
+    // A request in flight when SIGTERM arrives is answered before the process exits: its headers
+    // and half its body are in when the signal comes, the rest after shutdown has begun.
+    const body = JSON.stringify({ project: slug });
+    const inflight = http.request(`${url}/deploy`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const answered = new Promise<{ status: number; body: any }>((resolve, reject) => {
+      inflight.on('response', (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      });
+      inflight.on('error', reject);
+    });
+    const localPort = new Promise<number>((resolve) => inflight.on('socket', (sock) => sock.on('connect', () => resolve(sock.localPort!))));
+    inflight.write(body.slice(0, 5));
+    const port = await localPort;
+    await untilLogged((l) => l.msg === 'incoming request' && l.req?.remotePort === port);
+
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
     server.kill('SIGTERM');
+    await untilLogged((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM');
+    inflight.end(body.slice(5));
+    const res = await answered;
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ id: expect.stringMatching(/^dep_/), project: slug });
     expect(await exited).toBe(0);
     expect(stderr).not.toMatch(/error/i);
     expect(() => process.kill(pgPid, 0)).toThrow();
