@@ -169,6 +169,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           operations: config.graphqlLimits,
           wsMaxSubscriptions: config.wsMaxSubscriptions,
           rateLimit: { perMin: config.rateLimit.perMin, anonPerMin: config.rateLimit.anonPerMin, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
+          trustProxy: config.trustProxy,
         },
       });
       await services.deployments.start();

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseTrustProxy, TrustProxy } from './http/client-ip';
 
 /** Every setting the gateway reads. This module is the only reader of process.env. */
 export interface Config {
@@ -35,6 +36,8 @@ export interface Config {
   jobs: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   shutdownGraceMs: number;
+  /** Proxies whose X-Forwarded-For names the client (per-IP rate limits); false: none. */
+  trustProxy: TrustProxy;
   /** Where users reach this gateway (sandbox checkout pages); null: the address it listens on. */
   publicUrl: string | null;
   energy: {
@@ -104,6 +107,14 @@ function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): numb
   });
 }
 
+function trustProxy(env: NodeJS.ProcessEnv): TrustProxy {
+  try {
+    return parseTrustProxy(env.HATCHERY_TRUST_PROXY);
+  } catch (err) {
+    throw new ConfigError(`HATCHERY_TRUST_PROXY must be a hop count or a comma-separated list of proxy addresses or CIDR ranges: ${(err as Error).message}`);
+  }
+}
+
 function key(env: NodeJS.ProcessEnv): Buffer | null {
   const raw = env.HATCHERY_ENCRYPTION_KEY;
   if (!raw) return null;
@@ -140,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     jobs: oneOf(env, 'HATCHERY_JOBS', ['on', 'off'] as const, 'on') === 'on',
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
     shutdownGraceMs: int(env, 'HATCHERY_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    trustProxy: trustProxy(env),
     keepAliveMs: int(env, 'HATCHERY_WS_KEEPALIVE_MS', 15_000, 1000, 600_000),
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.HATCHERY_REDIS_PREFIX || 'hatchery:',

@@ -5,6 +5,7 @@ import type { Extra } from 'graphql-ws/use/ws';
 import type { WebSocketServer } from 'ws';
 import { Logger } from '../log';
 import { OperationGuard, OperationRequest } from '../graphql/limits';
+import { clientAddress, TrustFn } from './client-ip';
 import { credentialOf, RateLimiter, rateLimitMessage } from './rate-limit';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -46,7 +47,6 @@ export function registerOperationLimits(app: FastifyInstance, guard: OperationGu
 
 type Ctx = WsContext<Record<string, unknown> | undefined, Extra>;
 
-const remoteAddress = (ctx: Ctx) => ctx.extra.request.socket.remoteAddress ?? 'unknown';
 const connectionCredential = (ctx: Ctx) => credentialOf(ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization);
 
 /**
@@ -54,7 +54,9 @@ const connectionCredential = (ctx: Ctx) => credentialOf(ctx.connectionParams?.au
  * buckets as HTTP); operations over the limits and beyond `maxOperations` running at once on the
  * connection are refused with an error message, leaving the connection and its other streams open.
  */
-export function wsLimits(deps: { guard: OperationGuard; limiter: RateLimiter; maxOperations: number }) {
+export function wsLimits(deps: { guard: OperationGuard; limiter: RateLimiter; maxOperations: number; trust: TrustFn }) {
+  // The upgrade request's client address, by the same X-Forwarded-For rule as HTTP's `req.ip`.
+  const remoteAddress = (ctx: Ctx) => clientAddress(ctx.extra.request, deps.trust);
   return {
     /** Whether the connection may authenticate; otherwise it is closed with 4429. */
     async connectAllowed(ctx: Ctx): Promise<boolean> {

@@ -22,6 +22,7 @@ import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { routes } from '../rest/routes';
 import { quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
 import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
+import { TrustProxy, trustFunction } from './client-ip';
 
 export interface HttpDeps {
   schema: GraphQLSchema;
@@ -43,6 +44,8 @@ export interface HttpLimits {
   operations: OperationLimits;
   wsMaxSubscriptions: number;
   rateLimit: Omit<RateLimiterOptions, 'log'>;
+  /** Whose X-Forwarded-For names the client, for per-IP limits over HTTP and graphql-ws. */
+  trustProxy: TrustProxy;
 }
 
 export interface HttpServer {
@@ -96,7 +99,9 @@ const unavailableStatus: ApolloServerPlugin<Context> = {
 };
 
 export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
+  const trust = trustFunction(deps.limits.trustProxy);
   const app = Fastify({
+    trustProxy: trust,
     loggerInstance: deps.log as FastifyBaseLogger,
     genReqId: () => requestId(),
     requestIdHeader: false,
@@ -190,7 +195,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   await registerBilling(app, deps);
 
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
-  const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions });
+  const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
   const contexts = new WeakMap<object, Context>();
   // Over graphql-ws the connection's id names the request: in masked errors and on their log lines.
