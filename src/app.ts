@@ -181,7 +181,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       }
       services.crons.start(config.cronTickMs);
       if (config.jobs) {
-        jobs = new Jobs(config.databaseUrl ?? embedded!.url, log, metrics);
+        jobs = new Jobs(config.databaseUrl ?? embedded!.url, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs });
         const deployments = services.deployments;
         const { volumes, previews, energy, webhooks } = services;
         await jobs.start([

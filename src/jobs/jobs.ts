@@ -21,8 +21,17 @@ export class Jobs {
     databaseUrl: string,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
+    opts: { statementTimeoutMs?: number } = {},
   ) {
-    this.boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4 });
+    // The same statement timeout as the gateway's own pool (HATCHERY_DB_STATEMENT_TIMEOUT_MS): a
+    // job query stuck behind a lock fails and is retried instead of holding a connection forever.
+    const statementTimeout = opts.statementTimeoutMs ?? 30_000;
+    this.boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: 'pgboss',
+      max: 4,
+      ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}),
+    });
     this.boss.on('error', (err) => this.log.error({ err }, 'job system error'));
   }
 
