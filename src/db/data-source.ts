@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { DataSource, Logger as OrmLogger } from 'typeorm';
 import { migrations } from '../../migrations';
 import { entities } from '../modules';
+import { GuardedClient } from './guarded-client';
 import { SnakeNamingStrategy } from './naming';
 
 export interface DataSourceOptions {
@@ -33,6 +34,6 @@ export function createDataSource(url: string, opts: DataSourceOptions = {}): Dat
     migrationsTransactionMode: 'each',
     logging: opts.onQuery ? ['query'] : false,
     logger,
-    extra: { max: opts.poolSize ?? 10, statement_timeout: opts.statementTimeoutMs ?? 30_000 },
+    extra: { max: opts.poolSize ?? 10, statement_timeout: opts.statementTimeoutMs ?? 30_000, Client: GuardedClient },
   });
 }

@@ -1,4 +1,5 @@
-import { PgBoss } from 'pg-boss';
+import { ConstructorOptions, PgBoss } from 'pg-boss';
+import { GuardedClient } from '../db/guarded-client';
 import { Logger } from '../log';
 import type { Metrics, QueueDepth } from '../metrics';
 
@@ -26,12 +27,15 @@ export class Jobs {
     // The same statement timeout as the gateway's own pool (HATCHERY_DB_STATEMENT_TIMEOUT_MS): a
     // job query stuck behind a lock fails and is retried instead of holding a connection forever.
     const statementTimeout = opts.statementTimeoutMs ?? 30_000;
-    this.boss = new PgBoss({
+    const options: ConstructorOptions & { Client: typeof GuardedClient } = {
       connectionString: databaseUrl,
       schema: 'pgboss',
       max: 4,
+      // pg-boss hands its options on to its pg Pool, which makes its connections with this class.
+      Client: GuardedClient,
       ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}),
-    });
+    };
+    this.boss = new PgBoss(options);
     this.boss.on('error', (err) => this.log.error({ err }, 'job system error'));
   }
 

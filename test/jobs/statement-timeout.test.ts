@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { GuardedClient } from '../../src/db/guarded-client';
 import { Jobs } from '../../src/jobs/jobs';
 import { createLogger } from '../../src/log';
 import { createTestDatabase, TestDatabase } from '../support/db';
@@ -25,6 +26,9 @@ describe('pg-boss statement timeout', () => {
     jobs = new Jobs(db.url, createLogger('silent'), undefined, { statementTimeoutMs: 300 });
     await jobs.start([{ name: 'timeout-probe', handler: async () => undefined }]);
     await jobs.send('timeout-probe', 60_000);
+    // Its pool makes connections that cannot end the process with a stray 'error' (test/faults/stray-pg-error).
+    const pool = ((jobs as unknown as { boss: { getDb(): unknown } }).boss.getDb() as { pool: { options: { Client?: unknown } } }).pool;
+    expect(pool.options.Client).toBe(GuardedClient);
 
     locker = new Client({ connectionString: db.url });
     await locker.connect();
