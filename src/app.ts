@@ -11,6 +11,7 @@ import { EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded';
 import { contextFactory } from './graphql/build-context';
 import { createEventBus, PubSub, topicCodecs } from './graphql/pubsub';
 import { EventBus } from './bus/event-bus';
+import { expandStoredLines } from './modules/deployments/log-writer';
 import { PgTransport } from './bus/pg-transport';
 import { RedisTransport } from './bus/redis-transport';
 import { buildGatewaySchema } from './graphql/schema';
@@ -127,6 +128,8 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       const box = new SecretBox(loadEncryptionKey(config));
       const onError = (err: unknown) => log.error({ err }, 'background task failed');
       const channel = config.eventsChannel;
+      // Log lines travel between gateways as "stored up to seq N"; each gateway reads them once.
+      bus.expandWith('DEPLOYMENT', expandStoredLines(ds));
       await bus.connect(
         config.redisUrl
           ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 
+/** What `TopicCodec.encode` returns for an event that stays in this process. */
+export const LOCAL_ONLY: unique symbol = Symbol('local only');
+
 /** How one routing key's payloads travel between gateways: to JSON-able data and back. */
 export interface TopicCodec<T = unknown> {
+  /** The event as JSON-able data for the other gateways, or LOCAL_ONLY to keep it here. */
   encode(value: T): unknown;
   decode(data: unknown): T;
   /**
@@ -29,6 +33,13 @@ export interface BusTransport {
 const plainJson: TopicCodec = { encode: (v) => v, decode: (d) => d };
 
 /**
+ * Turns an event from another gateway into the events this gateway's listeners get before it
+ * (e.g. "lines 41..80 of deployment D are stored" into those lines, read once per gateway). Only
+ * called when someone in this process listens to the event's name.
+ */
+export type Expander = (eventName: string, value: unknown) => Promise<unknown[]>;
+
+/**
  * The EventTarget under the gateway's pubsub. Listeners in this process get an event at once,
  * synchronously, as with a plain EventTarget; once a transport is connected, the event is also
  * encoded and sent to the other gateways, whose listeners get it decoded. Events are sent in
@@ -42,6 +53,10 @@ export class EventBus extends EventTarget {
   private sending: Promise<void> | null = null;
   /** Event names someone in this process listens to, with how many listeners. */
   private readonly listened = new Map<string, number>();
+  private readonly expanders = new Map<string, Expander>();
+  /** Received events wait here, in order, while an earlier one is being expanded. */
+  private inbound: Promise<void> = Promise.resolve();
+  private inboundPending = 0;
 
   constructor(
     private readonly codecs: TopicCodecs,
@@ -58,6 +73,11 @@ export class EventBus extends EventTarget {
       () => this.resync(),
     );
     this.transport = transport;
+  }
+
+  /** Expands events of one routing key (the part of the name before `:`) from other gateways. */
+  expandWith(key: string, expander: Expander): void {
+    this.expanders.set(key, expander);
   }
 
   override addEventListener(...args: Parameters<EventTarget['addEventListener']>): void {
@@ -78,7 +98,9 @@ export class EventBus extends EventTarget {
     const delivered = super.dispatchEvent(event);
     if (this.transport) {
       try {
-        this.outbox.push(JSON.stringify([event.type, this.codec(event.type).encode((event as CustomEvent).detail)]));
+        const encoded = this.codec(event.type).encode((event as CustomEvent).detail);
+        if (encoded === LOCAL_ONLY) return delivered;
+        this.outbox.push(JSON.stringify([event.type, encoded]));
       } catch (err) {
         this.onError(err);
         return delivered;
@@ -91,6 +113,7 @@ export class EventBus extends EventTarget {
   /** Sends what is queued, then stops sharing; local delivery goes on. */
   async close(): Promise<void> {
     await this.sending;
+    await this.inbound;
     const transport = this.transport;
     this.transport = null;
     await transport?.close();
@@ -114,21 +137,72 @@ export class EventBus extends EventTarget {
 
   private receive(origin: string, events: unknown[]): void {
     if (origin === this.origin) return;
+    const decoded: Array<[string, unknown]> = [];
     for (const e of events) {
       try {
         if (!Array.isArray(e) || typeof e[0] !== 'string') throw new Error('event bus: malformed event');
         const [type, data] = e as [string, unknown];
-        super.dispatchEvent(new CustomEvent(type, { detail: this.codec(type).decode(data) }));
+        decoded.push([type, this.codec(type).decode(data)]);
       } catch (err) {
         this.onError(err);
       }
     }
+    const expands = decoded.some(([type]) => this.expanderFor(type));
+    // Synchronous unless something must be loaded first, or is still waiting behind such a load.
+    if (!expands && this.inboundPending === 0) {
+      for (const [type, value] of decoded) this.deliver(type, value);
+      return;
+    }
+    this.inOrder(async () => {
+      for (const [type, value] of decoded) {
+        const expander = this.expanderFor(type);
+        if (expander) {
+          let before: unknown[];
+          try {
+            before = await expander(type, value);
+          } catch (err) {
+            // What it stood for is not here: listeners look at storage themselves.
+            this.onError(err);
+            const resync = this.codec(type).resync;
+            if (resync) this.deliver(type, resync());
+            continue;
+          }
+          for (const v of before) this.deliver(type, v);
+        }
+        this.deliver(type, value);
+      }
+    });
   }
 
   private resync(): void {
-    for (const type of [...this.listened.keys()]) {
-      const codec = this.codec(type);
-      if (codec.resync) super.dispatchEvent(new CustomEvent(type, { detail: codec.resync() }));
+    const run = () => {
+      for (const type of [...this.listened.keys()]) {
+        const codec = this.codec(type);
+        if (codec.resync) this.deliver(type, codec.resync());
+      }
+    };
+    if (this.inboundPending === 0) run();
+    else this.inOrder(async () => run());
+  }
+
+  private inOrder(step: () => Promise<void>): void {
+    this.inboundPending++;
+    this.inbound = this.inbound
+      .then(step)
+      .catch((err) => this.onError(err))
+      .finally(() => this.inboundPending--);
+  }
+
+  private expanderFor(type: string): Expander | undefined {
+    if (!this.listened.has(type)) return undefined;
+    return this.expanders.get(type.split(':', 1)[0]);
+  }
+
+  private deliver(type: string, value: unknown): void {
+    try {
+      super.dispatchEvent(new CustomEvent(type, { detail: value }));
+    } catch (err) {
+      this.onError(err);
     }
   }
 

@@ -6,8 +6,8 @@ import { GuardedClient } from './guarded-client';
 import { SnakeNamingStrategy } from './naming';
 
 export interface DataSourceOptions {
-  /** Sees every SQL statement; tests count statements with it. */
-  onQuery?: (sql: string) => void;
+  /** Sees every SQL statement (and its parameters); tests count statements with it. */
+  onQuery?: (sql: string, parameters?: unknown[]) => void;
   poolSize?: number;
   statementTimeoutMs?: number;
 }
@@ -15,7 +15,7 @@ export interface DataSourceOptions {
 export function createDataSource(url: string, opts: DataSourceOptions = {}): DataSource {
   const logger: OrmLogger | undefined = opts.onQuery
     ? {
-        logQuery: (sql) => opts.onQuery!(sql),
+        logQuery: (sql, parameters) => opts.onQuery!(sql, Array.isArray(parameters) ? parameters : undefined),
         logQueryError: () => undefined,
         logQuerySlow: () => undefined,
         logSchemaBuild: () => undefined,

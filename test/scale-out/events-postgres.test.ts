@@ -3,7 +3,6 @@ import { describeSharedEvents } from './shared-events';
 /** The default: events travel between gateways by PostgreSQL LISTEN/NOTIFY on their database. */
 describeSharedEvents('events shared by two gateways over PostgreSQL LISTEN/NOTIFY', {
   env: {},
-  storesLargePayloads: true,
   async listeners(pair) {
     const [row] = await pair.a.ds.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity

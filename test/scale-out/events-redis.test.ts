@@ -20,7 +20,6 @@ async function withRedis<T>(work: (redis: Redis) => Promise<T>): Promise<T> {
 /** With REDIS_URL, events travel between gateways by Redis pub/sub instead. */
 describeSharedEvents('events shared by two gateways over Redis pub/sub', {
   env: { REDIS_URL, HATCHERY_REDIS_PREFIX: prefix },
-  storesLargePayloads: false,
   listeners: () =>
     withRedis(async (redis) => {
       const [, n] = (await redis.pubsub('NUMSUB', channel)) as [string, number];

@@ -9,6 +9,8 @@ export interface Pair {
   b: Gateway;
   aUrl: string;
   bUrl: string;
+  /** Every SQL statement gateway `b` has run, with its parameters. */
+  bStatements: Array<{ sql: string; parameters: unknown[] }>;
   /** Another gateway on the same database (the test stops it; `stop` stops it too). */
   another(): Promise<{ gateway: Gateway; url: string }>;
   stop(): Promise<void>;
@@ -17,19 +19,21 @@ export interface Pair {
 export async function startPair(env: Record<string, string> = {}): Promise<Pair> {
   const t = await startGateway(env);
   const extra: Gateway[] = [];
-  const another = async () => {
-    const gateway = buildApp(t.config);
+  const bStatements: Array<{ sql: string; parameters: unknown[] }> = [];
+  const another = async (onQuery?: (sql: string, parameters?: unknown[]) => void) => {
+    const gateway = buildApp(t.config, onQuery ? { db: { onQuery } } : {});
     extra.push(gateway);
     return { gateway, url: await gateway.start(0) };
   };
-  const second = await another();
+  const second = await another((sql, parameters) => bStatements.push({ sql, parameters: parameters ?? [] }));
   return {
     t,
     a: t.gateway,
     b: second.gateway,
     aUrl: t.url,
     bUrl: second.url,
-    another,
+    bStatements,
+    another: () => another(),
     async stop() {
       for (const g of extra) await g.stop();
       await t.stop();

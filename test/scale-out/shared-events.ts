@@ -7,8 +7,6 @@ import { Pair, seqsOf, startPair, waitForItem } from './helpers';
 export interface TransportCase {
   /** Extra gateway env (REDIS_URL…). */
   env: Record<string, string>;
-  /** Whether an event too large for a notification is stored in event_payloads (PostgreSQL only). */
-  storesLargePayloads: boolean;
   /** How many gateways listen on the shared channel right now. */
   listeners(pair: Pair): Promise<number>;
   /** Cuts every gateway's listening connection, as a network fault or a server restart would. */
@@ -167,7 +165,7 @@ export function describeSharedEvents(name: string, tc: TransportCase): void {
       }
     });
 
-    it(`a 20 KB log line reaches B whole, in order with its neighbours${tc.storesLargePayloads ? ', stored by reference' : ''}`, async () => {
+    it('a 20 KB log line reaches B whole, in order with its neighbours; what travels is a reference to storage, not the line', async () => {
       const d = await failedDeployment();
       const writer = pair.a.services.deployments.writer;
       await writer.open(d.id);
@@ -190,11 +188,49 @@ export function describeSharedEvents(name: string, tc: TransportCase): void {
           expect.objectContaining({ seq: before + 3, message: 'after the big one' }),
         ]);
         expect(Buffer.byteLength(items[before + 1].deploymentLogs.message)).toBeGreaterThan(20_000);
-        const refs: Array<{ n: number }> = await pair.a.ds.query(`SELECT count(*)::int AS n FROM event_payloads WHERE payload::text LIKE $1`, [
+        // No copy of the line was stored for the trip (log_lines is where B read it).
+        const copies: Array<{ n: number }> = await pair.a.ds.query(`SELECT count(*)::int AS n FROM event_payloads WHERE payload::text LIKE $1`, [
           `%${marker}%`,
         ]);
-        expect(refs[0].n).toBe(tc.storesLargePayloads ? 1 : 0);
+        expect(copies[0].n).toBe(0);
         stream.unsubscribe();
+      } finally {
+        await client.dispose();
+      }
+    });
+
+    it('B reads a flushed batch from storage once for all its subscribers, and not at all without subscribers', async () => {
+      const writer = pair.a.services.deployments.writer;
+      /** B's reads of the lines `after < seq <= upTo` of a deployment (the expansion of a `stored` event). */
+      const reads = (id: string, after: number, upTo: number) =>
+        pair.bStatements.filter(({ sql, parameters }) => /FROM "log_lines"/i.test(sql) && /"seq" <= /.test(sql) && JSON.stringify(parameters) === JSON.stringify([id, after, upTo]))
+          .length;
+
+      // Nobody on B listens to this one: its batch costs B nothing.
+      const unheard = await failedDeployment();
+      await writer.open(unheard.id);
+      const unheardBefore = (await stored(unheard.id)).length;
+      writer.append(unheard.id, LogType.RUNTIME, 'unheard');
+      await writer.flush();
+
+      const d = await failedDeployment();
+      await writer.open(d.id);
+      const before = (await stored(d.id)).length;
+      const client = wsClient(pair.bUrl, owner.token);
+      try {
+        const streams = [0, 1, 2].map(() => collect(client, DeploymentLogStreamDocument, { id: d.id }));
+        for (const s of streams) await s.waitFor(before);
+        writer.append(d.id, LogType.RUNTIME, 'one');
+        writer.append(d.id, LogType.RUNTIME, 'two');
+        await writer.flush();
+        for (const s of streams) {
+          const items = await s.waitFor(before + 2);
+          expect(items.slice(before).map((i) => i.deploymentLogs.message)).toEqual(['one', 'two']);
+        }
+        expect(reads(d.id, before, before + 2)).toBe(1);
+        // A sent the unheard batch's event first, so B has had it by now, and read nothing for it.
+        expect(reads(unheard.id, unheardBefore, unheardBefore + 1)).toBe(0);
+        for (const s of streams) s.unsubscribe();
       } finally {
         await client.dispose();
       }

@@ -417,6 +417,8 @@ export class DeploymentsService {
             if (type === LogType.BUILD && value.deployment.status !== DeploymentStatus.BUILDING) return;
             continue;
           }
+          // The lines themselves come as `log` events, on every gateway with subscribers.
+          if (value.kind === 'stored') continue;
           const line = value.line;
           if (line.seq <= lastSeq) continue;
           // Lines missed on the way from another gateway (overtaken, or sent while this one's bus

@@ -1,4 +1,4 @@
-import type { TopicCodec } from '../../bus/event-bus';
+import { LOCAL_ONLY, TopicCodec } from '../../bus/event-bus';
 import { Deployment } from './deployment.entity';
 import { LogLine } from './log-line.entity';
 
@@ -8,7 +8,14 @@ import { LogLine } from './log-line.entity';
  */
 export type DeploymentEvent =
   | { kind: 'status'; deployment: Deployment }
+  /** A stored line, to this gateway's subscribers only (see `stored`). */
   | { kind: 'log'; line: LogLine }
+  /**
+   * Lines `after < seq <= upTo` of the deployment were just stored. This, not the lines, is what
+   * travels to the other gateways; each one that has subscribers on the deployment reads them
+   * from storage once and hands them on as `log` events (see `expandStoredLines`).
+   */
+  | { kind: 'stored'; after: number; upTo: number }
   | { kind: 'deleted'; id: string }
   /** Events may have been missed (the bus to the other gateways was cut and is back): look at storage. */
   | { kind: 'resync' };
@@ -36,6 +43,7 @@ const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) :
  */
 export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
   encode(e) {
+    if (e.kind === 'log') return LOCAL_ONLY;
     if (e.kind !== 'status') return e;
     const { envSealed: _sealed, app: _app, ...deployment } = e.deployment;
     return { kind: 'status', deployment };
@@ -51,6 +59,7 @@ export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
       return { kind: 'status', deployment: d };
     }
     if (e.kind === 'deleted' && typeof e.id === 'string') return { kind: 'deleted', id: e.id };
+    if (e.kind === 'stored' && Number.isSafeInteger(e.after) && Number.isSafeInteger(e.upTo)) return { kind: 'stored', after: e.after, upTo: e.upTo };
     throw new Error(`deployment event of unknown kind: ${String((e as { kind?: unknown }).kind)}`);
   },
   resync: () => ({ kind: 'resync' }),

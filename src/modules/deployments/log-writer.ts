@@ -3,7 +3,27 @@ import { Clock } from '../../clock';
 import { pgCode } from '../../db/transaction';
 import { PubSub } from '../../graphql/pubsub';
 import type { Metrics } from '../../metrics';
+import type { DeploymentEvent } from './deployments.topics';
 import { LogLine, LogType } from './log-line.entity';
+
+/**
+ * On a gateway with subscribers to a deployment, turns another gateway's `stored` event into the
+ * lines it names, read from storage in one statement (for all of this gateway's subscribers).
+ */
+export function expandStoredLines(ds: DataSource): (eventName: string, value: unknown) => Promise<DeploymentEvent[]> {
+  return async (eventName, value) => {
+    const e = value as DeploymentEvent;
+    if (e.kind !== 'stored') return [];
+    const deploymentId = eventName.slice(eventName.indexOf(':') + 1);
+    const lines = await ds
+      .getRepository(LogLine)
+      .createQueryBuilder('l')
+      .where('l.deployment_id = :deploymentId AND l.seq > :after AND l.seq <= :upTo', { deploymentId, after: e.after, upTo: e.upTo })
+      .orderBy('l.seq', 'ASC')
+      .getMany();
+    return lines.map((line) => ({ kind: 'log', line }));
+  };
+}
 
 export interface LogWriterOptions {
   flushMs?: number;
@@ -91,7 +111,15 @@ export class LogWriter {
     const kept = new Set(stored);
     const published = batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
     for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
-    for (const line of published) this.pubsub.publish('DEPLOYMENT', line.deploymentId, { kind: 'log', line });
+    const ranges = new Map<string, { after: number; upTo: number }>();
+    for (const line of published) {
+      this.pubsub.publish('DEPLOYMENT', line.deploymentId, { kind: 'log', line });
+      const r = ranges.get(line.deploymentId);
+      if (!r) ranges.set(line.deploymentId, { after: line.seq - 1, upTo: line.seq });
+      else r.upTo = line.seq;
+    }
+    // The other gateways get one small event per deployment, not the lines (see DeploymentEvent).
+    for (const [deploymentId, { after, upTo }] of ranges) this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after, upTo });
   }
 
   /** One statement for the whole batch; lines of deployments deleted meanwhile are skipped. */
