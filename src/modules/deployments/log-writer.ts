@@ -100,16 +100,7 @@ export class LogWriter {
 
   private async write(batch: LogLine[]): Promise<void> {
     if (batch.length === 0) return;
-    let stored: string[];
-    try {
-      stored = await this.insert(batch);
-    } catch (err) {
-      // A deployment deleted between the EXISTS check and the insert: try once more without it.
-      if (pgCode(err) !== '23503') throw err;
-      stored = await this.insert(batch);
-    }
-    const kept = new Set(stored);
-    const published = batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
+    const published = await this.store(batch);
     for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
     const ranges = new Map<string, { after: number; upTo: number }>();
     for (const line of published) {
@@ -122,8 +113,36 @@ export class LogWriter {
     for (const [deploymentId, { after, upTo }] of ranges) this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after, upTo });
   }
 
-  /** One statement for the whole batch; lines of deployments deleted meanwhile are skipped. */
-  private async insert(batch: LogLine[]): Promise<string[]> {
+  /**
+   * Stores a batch in one statement; resolves with the lines stored. Lines of deployments deleted
+   * meanwhile are skipped. The usual case, one writer per deployment, takes the plain insert:
+   * each deployment is looked up once and no line needs a conflict check. Only when that fails
+   * (a line stored already, by a writer this one took over from; a deployment deleted between the
+   * lookup and the insert) is the batch stored line by line, skipping what cannot be stored.
+   */
+  private async store(batch: LogLine[]): Promise<LogLine[]> {
+    const ids = [...new Set(batch.map((l) => l.deploymentId))];
+    const index = new Map(ids.map((id, i) => [id, i + 1]));
+    const columns = [batch.map((l) => l.seq), batch.map((l) => l.timestamp.toISOString()), batch.map((l) => l.type), batch.map((l) => l.message)];
+    try {
+      const rows: Array<{ id: string }> = await this.ds.query(
+        `WITH live AS (
+           SELECT x.id, x.ord FROM unnest($1::text[]) WITH ORDINALITY AS x(id, ord)
+            WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = x.id)
+         ), stored AS (
+           INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
+           SELECT live.id, u.s, u.t, u.ty, u.m
+             FROM unnest($2::int[], $3::int[], $4::timestamptz[], $5::text[], $6::text[]) AS u(i, s, t, ty, m)
+             JOIN live ON live.ord = u.i
+         )
+         SELECT id FROM live`,
+        [ids, batch.map((l) => index.get(l.deploymentId)), ...columns],
+      );
+      const live = new Set(rows.map((r) => r.id));
+      return live.size === ids.length ? batch : batch.filter((l) => live.has(l.deploymentId));
+    } catch (err) {
+      if (pgCode(err) !== '23505' && pgCode(err) !== '23503') throw err;
+    }
     const rows: Array<{ deployment_id: string; seq: number }> = await this.ds.query(
       `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
        SELECT u.d, u.s, u.t, u.ty, u.m
@@ -131,15 +150,10 @@ export class LogWriter {
         WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = u.d)
        ON CONFLICT DO NOTHING
        RETURNING deployment_id, seq`,
-      [
-        batch.map((l) => l.deploymentId),
-        batch.map((l) => l.seq),
-        batch.map((l) => l.timestamp.toISOString()),
-        batch.map((l) => l.type),
-        batch.map((l) => l.message),
-      ],
+      [batch.map((l) => l.deploymentId), ...columns],
     );
-    return rows.map((r) => `${r.deployment_id}:${r.seq}`);
+    const kept = new Set(rows.map((r) => `${r.deployment_id}:${r.seq}`));
+    return batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
   }
 
   async close(): Promise<void> {
