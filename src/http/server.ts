@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
@@ -166,6 +166,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
+      // No cache hints are set or used; the plugin would wrap every field resolver to look for them.
+      ApolloServerPluginCacheControlDisabled(),
       deps.metrics.apolloPlugin(),
       requestIdPlugin(),
       subscriptionsOverWsOnly,
