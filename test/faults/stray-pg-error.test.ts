@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Pool } from 'pg';
 import { createDataSource } from '../../src/db/data-source';
 import { GuardedClient } from '../../src/db/guarded-client';
+import { createTestDatabase } from '../support/db';
 
 /**
  * A server that shuts down just as a connection is made: it sends ReadyForQuery and a FATAL
@@ -65,8 +66,17 @@ describe('a connection the server terminates as it is handed out', () => {
     }
   });
 
-  it('the gateway pool (TypeORM) makes its connections with GuardedClient (the job pool: test/jobs/statement-timeout)', () => {
-    const ds = createDataSource('postgres://127.0.0.1:1/x');
-    expect((ds.options as { extra?: { Client?: unknown } }).extra?.Client).toBe(GuardedClient);
+  it('the gateway pool (TypeORM) makes its connections with GuardedClient (the job pool: test/jobs/statement-timeout)', async () => {
+    const db = await createTestDatabase();
+    const ds = createDataSource(db.url);
+    try {
+      await ds.initialize();
+      const pool = (ds.driver as unknown as { master: { options: { Client?: unknown } } }).master;
+      expect(pool.options.Client).toBe(GuardedClient);
+      expect(await ds.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+      await db.drop();
+    }
   });
 });
