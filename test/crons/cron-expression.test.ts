@@ -69,22 +69,41 @@ describe('CronExpression.next: due times in UTC with Vixie cron semantics', () =
     expect(upcoming('0 0 30 2 1', '2026-01-01T00:00:00.000Z', 2)).toEqual([at('2026-02-02T00:00:00'), at('2026-02-09T00:00:00')]);
   });
 
-  it("a day field starting with * is unrestricted, even '*/2': '0 0 */2 * 1' runs only on Mondays", () => {
-    // Were */2 restricted, the odd days 21, 23, … would be due too.
+  it("a day field starting with * is unrestricted, even '*/2', so the day fields AND: '0 0 */2 * 1' runs on Mondays that are odd days", () => {
+    // Were */2 restricted, the days would OR and the odd days 21, 23, … would be due too; were it
+    // ignored, every Monday would be (22 June, 6 July). Vixie's cron.c ANDs them.
     expect(upcoming('0 0 */2 * 1', '2026-06-20T00:00:00.000Z', 4)).toEqual([
-      at('2026-06-22T00:00:00'),
       at('2026-06-29T00:00:00'),
-      at('2026-07-06T00:00:00'),
       at('2026-07-13T00:00:00'),
+      at('2026-07-27T00:00:00'),
+      at('2026-08-03T00:00:00'),
     ]);
   });
 
-  it("'0 0 1 * */2' (day-of-week starts with *) runs only on the 1st", () => {
+  it("'0 0 1 * */2' (day-of-week starts with *) runs on a 1st that is a Sunday, Tuesday, Thursday or Saturday", () => {
+    // 1 July 2026 is a Wednesday; 1 August a Saturday, 1 September a Tuesday, 1 October a Thursday.
     // Were */2 restricted, Sunday 21 June would be due too.
     expect(upcoming('0 0 1 * */2', '2026-06-20T00:00:00.000Z', 3)).toEqual([
-      at('2026-07-01T00:00:00'),
       at('2026-08-01T00:00:00'),
       at('2026-09-01T00:00:00'),
+      at('2026-10-01T00:00:00'),
+    ]);
+  });
+
+  it("a stepped day field alone still filters: '0 0 */2 * *' is the odd days, '0 0 * * */3' Sunday, Wednesday and Saturday", () => {
+    // 31 July then 1 August: the step restarts with each month, as in cron.
+    expect(upcoming('0 0 */2 * *', '2026-07-28T00:00:00.000Z', 4)).toEqual([
+      at('2026-07-29T00:00:00'),
+      at('2026-07-31T00:00:00'),
+      at('2026-08-01T00:00:00'),
+      at('2026-08-03T00:00:00'),
+    ]);
+    // 21 June 2026 is a Sunday; */3 in day-of-week is 0, 3, 6.
+    expect(upcoming('0 0 * * */3', '2026-06-20T00:00:00.000Z', 4)).toEqual([
+      at('2026-06-21T00:00:00'),
+      at('2026-06-24T00:00:00'),
+      at('2026-06-27T00:00:00'),
+      at('2026-06-28T00:00:00'),
     ]);
   });
 

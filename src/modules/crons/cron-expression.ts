@@ -1,7 +1,9 @@
 /**
  * 5-field cron expressions in UTC with Vixie cron's semantics. Written here because common npm
  * cron libraries get the day rule wrong: day-of-month and day-of-week combine with OR only when
- * both are restricted, and a field starting with `*` (even `*\/2`) counts as unrestricted.
+ * both are restricted; a field starting with `*` (even `*\/2`) counts as unrestricted, and then
+ * the two combine with AND, as in Vixie's cron.c (`DOM_STAR || DOW_STAR ? dow && dom : dow || dom`):
+ * `0 0 *\/2 * *` runs on odd days, `0 0 *\/2 * 1` on Mondays that fall on an odd day.
  */
 export type CronField = 'minute' | 'hour' | 'day-of-month' | 'month' | 'day-of-week';
 
@@ -100,10 +102,7 @@ export class CronExpression {
     if (!this.months.has(d.getUTCMonth() + 1)) return false;
     const dom = this.daysOfMonth.has(d.getUTCDate());
     const dow = this.daysOfWeek.has(d.getUTCDay());
-    if (this.domRestricted && this.dowRestricted) return dom || dow;
-    if (this.domRestricted) return dom;
-    if (this.dowRestricted) return dow;
-    return true;
+    return this.domRestricted && this.dowRestricted ? dom || dow : dom && dow;
   }
 
   /** The first matching minute strictly after `after`, or null if none within nine years. */
