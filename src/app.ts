@@ -76,9 +76,14 @@ function paymentProvider(config: Config, baseUrl: () => string) {
 }
 
 /** Connects to DATABASE_URL, or starts the embedded PostgreSQL; then runs pending migrations. */
-export async function openDatabase(config: Config, log: Logger, opts?: DataSourceOptions): Promise<{ ds: DataSource; embedded: EmbeddedPostgres | null }> {
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  opts?: DataSourceOptions,
+): Promise<{ ds: DataSource; embedded: EmbeddedPostgres | null; url: string }> {
   const embedded = config.databaseUrl ? null : await startEmbeddedPostgres(config.dataDir, (m) => log.info(m));
-  const ds = createDataSource(config.databaseUrl ?? embedded!.url, { statementTimeoutMs: config.dbStatementTimeoutMs, ...opts });
+  const url = config.databaseUrl ?? embedded!.url;
+  const ds = createDataSource(url, { statementTimeoutMs: config.dbStatementTimeoutMs, ...opts });
   try {
     await ds.initialize();
     await ds.runMigrations({ transaction: 'each' });
@@ -87,7 +92,7 @@ export async function openDatabase(config: Config, log: Logger, opts?: DataSourc
     await embedded?.stop();
     throw err;
   }
-  return { ds, embedded };
+  return { ds, embedded, url };
 }
 
 export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
@@ -124,7 +129,8 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
     log,
 
     async start(port = config.port) {
-      ({ ds, embedded } = await openDatabase(config, log, opts.db));
+      let dbUrl: string;
+      ({ ds, embedded, url: dbUrl } = await openDatabase(config, log, opts.db));
       const box = new SecretBox(loadEncryptionKey(config));
       const onError = (err: unknown) => log.error({ err }, 'background task failed');
       const channel = config.eventsChannel;
@@ -133,7 +139,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await bus.connect(
         config.redisUrl
           ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })
-          : new PgTransport(ds, { url: config.databaseUrl ?? embedded!.url, channel, onError: busError }),
+          : new PgTransport(ds, { url: dbUrl, channel, onError: busError }),
       );
       const runtime = opts.runtime
         ? opts.runtime(ds)
@@ -184,7 +190,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       }
       services.crons.start(config.cronTickMs);
       if (config.jobs) {
-        jobs = new Jobs(config.databaseUrl ?? embedded!.url, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs });
+        jobs = new Jobs(dbUrl, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs });
         const deployments = services.deployments;
         const { volumes, previews, energy, webhooks } = services;
         await jobs.start([

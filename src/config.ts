@@ -123,7 +123,7 @@ function key(env: NodeJS.ProcessEnv): Buffer | null {
   return buf;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config: Config = {
     port: int(env, 'PORT', 4000, 0, 65535),
     host: env.HOST || '0.0.0.0',
@@ -198,5 +198,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   if (config.stripe.secretKey && !config.stripe.priceId) throw new ConfigError('STRIPE_SECRET_KEY needs STRIPE_PRICE_ID (the energy pack price)');
   if (config.stripe.secretKey && !config.stripe.webhookSecret) throw new ConfigError('STRIPE_SECRET_KEY needs STRIPE_WEBHOOK_SECRET');
-  return { ...config, ...overrides };
+  return config;
 }

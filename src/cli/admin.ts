@@ -6,7 +6,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { openDatabase } from '../app';
 import { systemClock } from '../clock';
-import { ConfigError, loadConfig } from '../config';
+import { Config, ConfigError, loadConfig } from '../config';
 import { DomainError, NotFound } from '../errors';
 import { SimulatedRuntime } from '../runtime/simulated.runtime';
 import { EnergyBucket } from '../modules/energy/energy.entity';
@@ -24,7 +24,8 @@ const USAGE = `usage: admin <command>
 
 class UsageError extends Error {}
 
-type Command = (ds: DataSource, args: string[], appsDomain: string) => Promise<Record<string, unknown>>;
+/** `flags`: the parsed options of a command that takes them (set-energy's buckets). */
+type Command = (ds: DataSource, args: string[], config: Config, flags: Partial<Record<EnergyBucket, number>>) => Promise<Record<string, unknown>>;
 
 /** `--bucket N` pairs, each bucket at most once, N a whole number. */
 function energyFlags(flags: string[]): Partial<Record<EnergyBucket, number>> {
@@ -52,19 +53,18 @@ const commands: Record<string, { arity: number; options?: boolean; run: Command 
   },
   'set-tier': {
     arity: 2,
-    run: async (ds, [slug, tier], appsDomain) => {
+    run: async (ds, [slug, tier], config) => {
       const accounts = new AccountsService(ds, systemClock);
-      const app = await new AppsService(ds, systemClock, accounts, appsDomain).setTier(slug, tier);
+      const app = await new AppsService(ds, systemClock, accounts, config.appsDomain).setTier(slug, tier);
       return { slug: app.slug, tier: app.tier };
     },
   },
   'set-energy': {
     arity: 1,
     options: true,
-    run: async (ds, [email, ...flags]) => {
-      const values = energyFlags(flags);
-      const energy = new EnergyService(ds, systemClock, loadConfig().energy);
-      const b = await energy.setBuckets(email, values);
+    run: async (ds, [email], config, flags) => {
+      const energy = new EnergyService(ds, systemClock, config.energy);
+      const b = await energy.setBuckets(email, flags);
       return { email: email.trim().toLowerCase(), daily: b.daily, weekly: b.weekly, bonus: b.bonus, pack: b.pack, total: b.total, depleted: b.depleted };
     },
   },
@@ -88,11 +88,12 @@ async function main(argv: string[]): Promise<number> {
   if (command.options ? args.length < command.arity : args.length !== command.arity) {
     throw new UsageError(`${name} takes ${command.arity} argument(s)${command.options ? ' and options' : ''}\n${USAGE}`);
   }
-  if (command.options) energyFlags(args.slice(command.arity)); // bad options fail before touching the database
+  // Bad options fail before touching the database.
+  const flags = command.options ? energyFlags(args.slice(command.arity)) : {};
   const config = loadConfig();
   const { ds, embedded } = await openDatabase(config, createLogger('silent'));
   try {
-    process.stdout.write(JSON.stringify(await command.run(ds, args, config.appsDomain)) + '\n');
+    process.stdout.write(JSON.stringify(await command.run(ds, args, config, flags)) + '\n');
     return 0;
   } finally {
     await ds.destroy();

@@ -13,8 +13,7 @@ import { Client } from 'pg';
  */
 export interface EmbeddedPostgres {
   url: string;
-  /** Whether this process started the server, and so stops it. */
-  owned: boolean;
+  /** Stops the server if this process started it (or adopted a dead owner's); else nothing. */
   stop(): Promise<void>;
 }
 
@@ -109,10 +108,10 @@ export async function startEmbeddedPostgres(
   if (existing && (await canConnect(existing.port))) {
     const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
     if (Number.isInteger(owner) && owner !== process.pid && alive(owner)) {
-      return { url: urlFor(existing.port), owned: false, stop: async () => undefined };
+      return { url: urlFor(existing.port), stop: async () => undefined };
     }
     writeFileSync(ownerFile, String(process.pid));
-    return { url: urlFor(existing.port), owned: true, stop: () => stopCluster(existing.pid, ownerFile) };
+    return { url: urlFor(existing.port), stop: () => stopCluster(existing.pid, ownerFile) };
   }
 
   const { initdb, postgres } = binaries();
@@ -152,7 +151,6 @@ export async function startEmbeddedPostgres(
 
   return {
     url: urlFor(port),
-    owned: true,
     stop: () => (exited || child.pid === undefined ? Promise.resolve() : stopCluster(child.pid, ownerFile)),
   };
 }

@@ -1,6 +1,6 @@
 import { DefaultNamingStrategy, NamingStrategyInterface } from 'typeorm';
 
-const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+export const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 
 /** snake_case columns for camelCase properties. */
 export class SnakeNamingStrategy extends DefaultNamingStrategy implements NamingStrategyInterface {

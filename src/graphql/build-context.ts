@@ -14,14 +14,24 @@ export interface ContextFactory {
 
 const BEARER_RE = /^Bearer\s+(\S+)\s*$/i;
 
+/** The token a request presents, without checking it; null when there is none. */
+export function credentialOf(authorization: unknown): string | null {
+  return typeof authorization === 'string' ? (BEARER_RE.exec(authorization)?.[1] ?? null) : null;
+}
+
+/** The Authorization value of a graphql-ws `connection_init` payload (either capitalisation). */
+export function connectionAuthorization(params: Record<string, unknown> | undefined | null): unknown {
+  return params?.authorization ?? params?.Authorization;
+}
+
 /** One way to turn credentials into a Context, for HTTP GraphQL, graphql-ws and REST alike. */
 export function contextFactory(deps: { services: Services; ds: DataSource; clock: Clock }): ContextFactory {
   return {
     renew: (ctx) => ({ ...ctx, loaders: createLoaders(deps.ds) }),
     authenticate: async (authorization, requestId) => {
-    const match = typeof authorization === 'string' ? BEARER_RE.exec(authorization) : null;
-    if (!match) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
-    const auth = await deps.services.accounts.authenticate(match[1]);
+    const token = credentialOf(authorization);
+    if (token === null) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
+    const auth = await deps.services.accounts.authenticate(token);
     if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
     return {
       services: deps.services,

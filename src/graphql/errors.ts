@@ -20,6 +20,20 @@ export const ERROR_HTTP: Record<ErrorCode, { status: number; code: string; title
   INTERNAL_SERVER_ERROR: { status: 500, code: 'internal_error', title: 'Internal Server Error' },
 };
 
+/** Headers that go with an error on any transport: a 401 asks for a bearer token, a 503 says when to retry. */
+export function errorHeaders(code: ErrorCode): Record<string, string> {
+  if (code === 'UNAUTHENTICATED') return { 'www-authenticate': 'Bearer' };
+  if (code === 'SERVICE_UNAVAILABLE') return { 'retry-after': '1' };
+  return {};
+}
+
+/** Logs an error no client caused; returns the id that names it in the log and in the response. */
+export function logUnexpected(err: unknown, log: Logger): string {
+  const errorId = newId('err');
+  log.error({ errorId, err }, 'unexpected error');
+  return errorId;
+}
+
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code in ERROR_HTTP;
 }
@@ -56,7 +70,6 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, lo
       extensions: { ...formatted.extensions, code: typeof code === 'string' ? code : 'BAD_USER_INPUT' },
     };
   }
-  const errorId = newId('err');
-  log.error({ errorId, err: original }, 'unexpected error');
+  const errorId = logUnexpected(original, log);
   return { message: 'internal error', path: formatted.path, extensions: { code: 'INTERNAL_SERVER_ERROR', errorId } };
 }

@@ -1,7 +1,6 @@
 import { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors';
 import { BillingService } from '../modules/billing/billing.service';
-import { sendProblem } from '../rest/adapter';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -25,14 +24,10 @@ export async function registerBilling(app: FastifyInstance, deps: { billing: Bil
     // Signatures are over the exact bytes, so this route keeps the body raw.
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
     scope.post('/billing/webhooks/stripe', async (req, reply) => {
-      try {
-        const signature = req.headers['stripe-signature'];
-        const result = await deps.billing.handleWebhook(req.body as Buffer, typeof signature === 'string' ? signature : undefined);
-        return reply.code(200).send({ received: true, credited: result.credited });
-      } catch (err) {
-        if (err instanceof DomainError) return sendProblem(reply, err.code, err.message);
-        throw err;
-      }
+      // A refused signature goes to the server's error handler (400 problem).
+      const signature = req.headers['stripe-signature'];
+      const result = await deps.billing.handleWebhook(req.body as Buffer, typeof signature === 'string' ? signature : undefined);
+      return reply.code(200).send({ received: true, credited: result.credited });
     });
   });
 

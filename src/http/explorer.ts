@@ -5,9 +5,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { FastifyInstance, onRequestHookHandler } from 'fastify';
-import { sendProblem } from '../rest/adapter';
+import { GRAPHQL_PATH, sendProblem } from './responses';
 
-const GRAPHQL_PATH = '/graphql';
 const ASSET_PREFIX = `${GRAPHQL_PATH}/explorer/assets`;
 const TOKEN_KEY = 'hatchery.explorer.token';
 

@@ -6,7 +6,9 @@ import type { WebSocketServer } from 'ws';
 import { Logger } from '../log';
 import { OperationGuard, OperationRequest } from '../graphql/limits';
 import { clientAddress, TrustFn } from './client-ip';
-import { credentialOf, RateLimiter, rateLimitMessage } from './rate-limit';
+import { connectionAuthorization, credentialOf } from '../graphql/build-context';
+import { RateLimiter, rateLimitError } from './rate-limit';
+import { isGraphQLRoute, sendGraphQLErrors } from './responses';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -34,20 +36,20 @@ function operationOf(req: FastifyRequest): OperationRequest | null {
  * Operations over the limits are refused with 400 before anything else happens: no token lookup,
  * no SQL. Their errors carry `extensions.code = BAD_USER_INPUT` and `extensions.limit`.
  */
-export function registerOperationLimits(app: FastifyInstance, guard: OperationGuard, graphqlPath = '/graphql'): void {
+export function registerOperationLimits(app: FastifyInstance, guard: OperationGuard): void {
   app.addHook('preHandler', async (req, reply) => {
-    if (req.routeOptions.url !== graphqlPath) return;
+    if (!isGraphQLRoute(req)) return;
     const operation = operationOf(req);
     if (!operation) return;
     const errors = guard.check(operation);
     if (!errors.length) return;
-    return reply.code(400).type('application/json; charset=utf-8').send({ errors: errors.map((e) => e.toJSON()) });
+    return sendGraphQLErrors(reply, 400, errors.map((e) => e.toJSON()));
   });
 }
 
 type Ctx = WsContext<Record<string, unknown> | undefined, Extra>;
 
-const connectionCredential = (ctx: Ctx) => credentialOf(ctx.connectionParams?.authorization ?? ctx.connectionParams?.Authorization);
+const connectionCredential = (ctx: Ctx) => credentialOf(connectionAuthorization(ctx.connectionParams));
 
 /**
  * graphql-ws: each connection_init and each subscribe is one request for the rate limit (the same
@@ -77,7 +79,7 @@ export function wsLimits(deps: { guard: OperationGuard; limiter: RateLimiter; ma
       }
       const verdict = await deps.limiter.take(connectionCredential(ctx), remoteAddress(ctx));
       if (verdict && !verdict.allowed) {
-        return [new GraphQLError(rateLimitMessage(verdict), { extensions: { code: 'RATE_LIMITED', retryAfter: verdict.resetSeconds } })];
+        return [rateLimitError(verdict)];
       }
       if (typeof payload.query !== 'string') return undefined;
       const errors = deps.guard.check({ ...payload, variables: isObject(payload.variables) ? payload.variables : null });

@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { Logger } from '../log';
-import { sendProblem } from '../rest/adapter';
+import { GraphQLError } from 'graphql';
+import { credentialOf } from '../graphql/build-context';
+import { ERROR_HTTP } from '../graphql/errors';
+import { GRAPHQL_PATH, isGraphQLRoute, sendGraphQLErrors, sendProblem } from './responses';
 
 /**
  * Requests per minute per API token, and per client IP for requests without one, shared by REST,
@@ -132,21 +135,21 @@ export interface RateLimiterOptions {
   redisUrl?: string | null;
   redisPrefix?: string;
   log: Logger;
-  windowMs?: number;
-  now?: () => number;
 }
+
+/** Windows are one minute, as the limits' names say. */
+const WINDOW_MS = 60_000;
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
 
 export class RateLimiter {
   private readonly store: Store;
-  private readonly windowMs: number;
+  private readonly windowMs = WINDOW_MS;
   private readonly prefix: string;
 
   constructor(private readonly opts: RateLimiterOptions) {
-    const memory = new MemoryStore(opts.now ?? Date.now);
+    const memory = new MemoryStore(Date.now);
     this.store = opts.redisUrl ? new RedisStore(opts.redisUrl, memory, opts.log) : memory;
-    this.windowMs = opts.windowMs ?? 60_000;
     this.prefix = `${opts.redisPrefix ?? 'hatchery:'}rl:`;
   }
 
@@ -187,32 +190,30 @@ export class RateLimiter {
   }
 }
 
-const BEARER_RE = /^Bearer\s+(\S+)\s*$/i;
-
-/** The token a request presents, without checking it; null when there is none. */
-export function credentialOf(authorization: unknown): string | null {
-  return typeof authorization === 'string' ? (BEARER_RE.exec(authorization)?.[1] ?? null) : null;
-}
-
 export function rateLimitMessage(v: Verdict): string {
   return `Too many requests: the limit is ${v.limit} a minute; retry in ${v.resetSeconds} s`;
+}
+
+/** The GraphQL error of a request over the limit (GraphQL over HTTP and graphql-ws subscribes). */
+export function rateLimitError(v: Verdict): GraphQLError {
+  return new GraphQLError(rateLimitMessage(v), { extensions: { code: 'RATE_LIMITED', retryAfter: v.resetSeconds } });
 }
 
 /** Not limited: probes, metrics, the API documents, the explorer page and its assets, and the payment webhook (signed). */
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/docs', '/billing/webhooks/stripe']);
 
-function exempt(req: FastifyRequest, graphqlPath: string): boolean {
+function exempt(req: FastifyRequest): boolean {
   const route = req.routeOptions.url;
   if (route === undefined) return false;
-  if (EXEMPT.has(route) || route.startsWith(`${graphqlPath}/explorer/`)) return true;
+  if (EXEMPT.has(route) || route.startsWith(`${GRAPHQL_PATH}/explorer/`)) return true;
   // GET /graphql without a query is the explorer page (or a 400): nothing runs.
-  return route === graphqlPath && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}) as object, 'query');
+  return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}) as object, 'query');
 }
 
 /** `RateLimit-*` headers (IETF draft names) on every limited response; 429 with `Retry-After` over the limit. */
-export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter, graphqlPath = '/graphql'): void {
+export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter): void {
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (exempt(req, graphqlPath)) return;
+    if (exempt(req)) return;
     const verdict = await limiter.take(credentialOf(req.headers.authorization), req.ip);
     if (!verdict) return;
     reply.header('RateLimit-Limit', verdict.limit);
@@ -220,12 +221,7 @@ export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter, gr
     reply.header('RateLimit-Reset', verdict.resetSeconds);
     if (verdict.allowed) return;
     reply.header('Retry-After', verdict.resetSeconds);
-    if (req.routeOptions.url === graphqlPath) {
-      return reply
-        .code(429)
-        .type('application/json; charset=utf-8')
-        .send({ errors: [{ message: rateLimitMessage(verdict), extensions: { code: 'RATE_LIMITED', retryAfter: verdict.resetSeconds } }] });
-    }
+    if (isGraphQLRoute(req)) return sendGraphQLErrors(reply, ERROR_HTTP.RATE_LIMITED.status, [rateLimitError(verdict).toJSON()]);
     return sendProblem(reply, 'RATE_LIMITED', rateLimitMessage(verdict));
   });
   app.addHook('onResponse', async (req, reply) => {

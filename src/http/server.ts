@@ -2,18 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
-import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { DomainError, ErrorCode, FieldError, ServiceUnavailable } from '../errors';
-import { ContextFactory } from '../graphql/build-context';
+import { DomainError, ServiceUnavailable } from '../errors';
+import { connectionAuthorization, ContextFactory } from '../graphql/build-context';
 import { Context } from '../graphql/context';
-import { ERROR_HTTP, formatError, knownFailure } from '../graphql/errors';
+import { ERROR_HTTP, errorHeaders, formatError, knownFailure, logUnexpected } from '../graphql/errors';
 import { Logger, requestScope } from '../log';
 import { Metrics } from '../metrics';
 import { requestIdPlugin, withRequestId } from '../graphql/request-id';
-import { registerRest, sendProblem } from '../rest/adapter';
+import { registerRest } from '../rest/adapter';
+import { GRAPHQL_PATH, sendProblem, sendRefusal } from './responses';
 import { BillingService } from '../modules/billing/billing.service';
 import { registerBilling } from './billing';
 import { registerOpenApi } from './openapi';
@@ -54,18 +55,6 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-const GRAPHQL_PATH = '/graphql';
-
-/** A refusal of a GraphQL request before it reaches Apollo, in the GraphQL response shape. */
-function sendGraphQLRefusal(reply: FastifyReply, code: ErrorCode, message: string, errorId?: string): FastifyReply {
-  const { status } = ERROR_HTTP[code];
-  if (code === 'UNAUTHENTICATED') reply.header('WWW-Authenticate', 'Bearer');
-  if (code === 'SERVICE_UNAVAILABLE') reply.header('Retry-After', '1');
-  const extensions: Record<string, unknown> = { code, requestId: reply.request.id };
-  if (errorId) extensions.errorId = errorId;
-  return reply.code(status).type('application/json; charset=utf-8').send({ errors: [{ message, extensions }] });
-}
-
 const requestId = () => `req_${randomBytes(10).toString('hex')}`;
 
 /** A subscription sent over HTTP is the client's mistake: say where subscriptions run. */
@@ -75,7 +64,7 @@ const subscriptionsOverWsOnly: ApolloServerPlugin<Context> = {
       async didResolveOperation({ operation }) {
         if (operation?.operation === 'subscription') {
           throw new GraphQLError('Subscriptions run over graphql-ws on /graphql, not over HTTP', {
-            extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+            extensions: { code: 'BAD_REQUEST', http: { status: ERROR_HTTP.BAD_REQUEST.status } },
           });
         }
       },
@@ -90,8 +79,8 @@ const unavailableStatus: ApolloServerPlugin<Context> = {
       async willSendResponse({ response }) {
         const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
         if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
-          response.http.status = 503;
-          response.http.headers.set('retry-after', '1');
+          response.http.status = ERROR_HTTP.SERVICE_UNAVAILABLE.status;
+          for (const [name, value] of Object.entries(errorHeaders('SERVICE_UNAVAILABLE'))) response.http.headers.set(name, value);
         }
       },
     };
@@ -126,23 +115,17 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   // JSON only: any other body type is a 415, including text/plain, which Fastify parses by default.
   app.removeContentTypeParser('text/plain');
 
-  // Transport-level refusals (bad JSON, wrong media type, too large) use the error shape of the
-  // endpoint: problem details on REST, a GraphQL `errors` array on /graphql (GraphQL clients read
-  // `errors[].extensions.code`, not `code`). The HTTP status is the same either way.
-  const refuse = (req: FastifyRequest, reply: FastifyReply, code: ErrorCode, detail: string, extra: { errors?: FieldError[]; errorId?: string } = {}) =>
-    req.routeOptions.url === GRAPHQL_PATH ? sendGraphQLRefusal(reply, code, detail, extra.errorId) : sendProblem(reply, code, detail, extra);
-
+  // Refusals before any resolver runs (bad JSON, wrong media type, too large, a domain error from
+  // a hook) take the error shape of the endpoint: see sendRefusal.
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
-    if (err.statusCode === 415) return refuse(req, reply, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
-    if (err.statusCode === 413) return refuse(req, reply, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${deps.limits.bodyLimitBytes} bytes`);
+    if (err.statusCode === 415) return sendRefusal(req, reply, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
+    if (err.statusCode === 413) return sendRefusal(req, reply, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${deps.limits.bodyLimitBytes} bytes`);
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return refuse(req, reply, 'BAD_REQUEST', err.code?.startsWith('FST_ERR_CTP') ? `The body is not valid JSON: ${err.message}` : err.message);
+      return sendRefusal(req, reply, 'BAD_REQUEST', err.code?.startsWith('FST_ERR_CTP') ? `The body is not valid JSON: ${err.message}` : err.message);
     }
     const known = knownFailure(err);
-    if (known instanceof DomainError) return refuse(req, reply, known.code, known.message, { errors: known.errors });
-    const errorId = `err_${randomBytes(8).toString('hex')}`;
-    deps.log.error({ errorId, err }, 'unexpected error');
-    return refuse(req, reply, 'INTERNAL_SERVER_ERROR', 'internal error', { errorId });
+    if (known instanceof DomainError) return sendRefusal(req, reply, known.code, known.message, { errors: known.errors });
+    return sendRefusal(req, reply, 'INTERNAL_SERVER_ERROR', 'internal error', { errorId: logUnexpected(err, deps.log) });
   });
   app.setNotFoundHandler((req, reply) => sendProblem(reply, 'NOT_FOUND', `No endpoint ${req.method} ${req.url.split('?')[0]}`));
 
@@ -186,7 +169,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       } catch (err) {
         const known = knownFailure(err);
         if (!(known instanceof DomainError)) throw err;
-        const headers = new Map([known.code === 'SERVICE_UNAVAILABLE' ? ['retry-after', '1'] : ['www-authenticate', 'Bearer']]);
+        const headers = new Map(Object.entries(errorHeaders(known.code)));
         throw new GraphQLError(known.message, { extensions: { code: known.code, http: { status: ERROR_HTTP[known.code].status, headers } } });
       }
     },
@@ -209,13 +192,12 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     {
       schema: deps.schema,
       onConnect: async (ctx) => {
-        const params = ctx.connectionParams ?? {};
         if (!(await wsLimit.connectAllowed(ctx))) {
           ctx.extra.socket.close(4429, 'Too many requests');
           return false;
         }
         try {
-          contexts.set(ctx.extra, await deps.buildContext.authenticate(params.authorization ?? params.Authorization, requestId()));
+          contexts.set(ctx.extra, await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId()));
           return true;
         } catch (err) {
           if (err instanceof DomainError) await wsLimit.failedAuth(ctx);

@@ -1,9 +1,11 @@
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DocumentNode, execute, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
-import { DomainError, ErrorCode, FieldError } from '../errors';
+import { FieldError } from '../errors';
 import { ContextFactory } from '../graphql/build-context';
 import { Context } from '../graphql/context';
-import { ERROR_HTTP, formatError, isErrorCode } from '../graphql/errors';
+import { formatError, isErrorCode } from '../graphql/errors';
+import { snake } from '../db/naming';
+import { sendProblem } from '../http/responses';
 import { Logger } from '../log';
 import { API_RELEASES, ApiRelease, LATEST_RELEASE, RestRequest, Route, routes } from './routes';
 import { checkInput, RestFieldError } from './validate';
@@ -14,7 +16,6 @@ interface Prepared {
   variableTypes: Array<[string, GraphQLInputType]>;
 }
 
-const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 
 /** GraphQL names in an error field → the REST names a client sent. */
 function restField(route: Route, field: string, asSent = false): string {
@@ -26,31 +27,9 @@ function restField(route: Route, field: string, asSent = false): string {
   return [bodyName ?? route.fields?.[head] ?? snake(head), ...rest].join('.');
 }
 
-export function sendProblem(
-  reply: FastifyReply,
-  code: ErrorCode,
-  detail: string,
-  extra: { errors?: FieldError[]; errorId?: string } = {},
-): FastifyReply {
-  const { status, code: restCode, title } = ERROR_HTTP[code];
-  if (code === 'UNAUTHENTICATED') reply.header('WWW-Authenticate', 'Bearer');
-  if (code === 'SERVICE_UNAVAILABLE') reply.header('Retry-After', '1');
-  const body: Record<string, unknown> = {
-    type: `https://hatchery.run/problems/${restCode}`,
-    title,
-    status,
-    code: restCode,
-    detail,
-    request_id: reply.request.id,
-  };
-  if (extra.errors?.length) body.errors = extra.errors;
-  if (extra.errorId) body.error_id = extra.errorId;
-  return reply.code(status).type('application/problem+json').send(body);
-}
-
 /** Parses and validates every route's operation; a broken row fails the start, not a request. */
-export function prepareRoutes(schema: GraphQLSchema, table: Route[] = routes): Prepared[] {
-  return table.map((route) => {
+export function prepareRoutes(schema: GraphQLSchema): Prepared[] {
+  return routes.map((route) => {
     const document = parse(route.operation);
     const problems = validate(schema, document);
     if (problems.length) throw new Error(`REST ${route.method} ${route.path}: ${problems.map((p) => p.message).join('; ')}`);
@@ -83,12 +62,8 @@ export function registerRest(
         }
         reply.header('API-Version', release);
         if (release < route.since) return sendProblem(reply, 'NOT_FOUND', `${route.method} ${route.path} is not part of API release ${release}`);
-        try {
-          contexts.set(req, await deps.buildContext.authenticate(req.headers.authorization, req.id));
-        } catch (err) {
-          if (err instanceof DomainError) return sendProblem(reply, err.code, err.message);
-          throw err;
-        }
+        // A refused token goes to the server's error handler (401 problem, WWW-Authenticate).
+        contexts.set(req, await deps.buildContext.authenticate(req.headers.authorization, req.id));
       },
       handler: async (req, reply) => {
         const body = req.body as unknown;

@@ -1,4 +1,4 @@
-import { ApiError, HatchApi } from './api';
+import { HatchApi } from './api';
 import { Settings } from './config';
 import { Colours } from './output';
 
@@ -49,10 +49,6 @@ export interface Command {
   help?: string;
   options?: Record<string, OptionSpec>;
   run(ctx: Ctx, args: string[], options: OptionValues): Promise<number | void>;
-}
-
-export function isNotFound(err: unknown): boolean {
-  return err instanceof ApiError && err.code === 'NOT_FOUND';
 }
 
 export function str(options: OptionValues, name: string): string | undefined {
