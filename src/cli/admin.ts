@@ -12,7 +12,7 @@ import { SimulatedRuntime } from '../runtime/simulated.runtime';
 import { EnergyBucket } from '../modules/energy/energy.entity';
 import { EnergyService } from '../modules/energy/energy.service';
 import { createLogger } from '../log';
-import { AccountsService } from '../modules/accounts/accounts.service';
+import { AccountsService, canonicalEmail } from '../modules/accounts/accounts.service';
 import { AppsService } from '../modules/apps/apps.service';
 
 const USAGE = `usage: admin <command>
@@ -65,7 +65,7 @@ const commands: Record<string, { arity: number; options?: boolean; run: Command 
     run: async (ds, [email], config, flags) => {
       const energy = new EnergyService(ds, systemClock, config.energy);
       const b = await energy.setBuckets(email, flags);
-      return { email: email.trim().toLowerCase(), daily: b.daily, weekly: b.weekly, bonus: b.bonus, pack: b.pack, total: b.total, depleted: b.depleted };
+      return { email: canonicalEmail(email), daily: b.daily, weekly: b.weekly, bonus: b.bonus, pack: b.pack, total: b.total, depleted: b.depleted };
     },
   },
   'set-volume-usage': {

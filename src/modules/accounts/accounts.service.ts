@@ -19,6 +19,9 @@ export interface CreatedToken {
   apiToken: ApiToken;
 }
 
+/** How an email is stored and looked up: trimmed, lower case (no validation). */
+export const canonicalEmail = (email: string): string => email.trim().toLowerCase();
+
 export class AccountsService {
   constructor(
     private readonly ds: DataSource,
@@ -26,7 +29,7 @@ export class AccountsService {
   ) {}
 
   normaliseEmail(email: string): string {
-    const e = email.trim().toLowerCase();
+    const e = canonicalEmail(email);
     if (!EMAIL_RE.test(e) || e.length > 254) throw ValidationFailed.field('email', 'must be an email address');
     return e;
   }

@@ -299,9 +299,9 @@ export class DeploymentsService {
   async delete(ctx: Context, id: string): Promise<string> {
     const deployment = await this.get(ctx, id);
     const wasCurrent = await inTransaction(this.ds, async (tx, afterCommit) => {
-      const [app] = await tx.query('SELECT current_deployment_id FROM apps WHERE id = $1 FOR UPDATE', [deployment.appId]);
+      const wasCurrent = (await this.deps.apps.lock(tx, deployment.appId)).currentDeploymentId === id;
       await tx.delete(Deployment, { id });
-      if (app?.current_deployment_id === id) {
+      if (wasCurrent) {
         const next = await tx.findOne(Deployment, {
           where: { appId: deployment.appId, status: DeploymentStatus.LIVE },
           order: { id: 'DESC' },
@@ -312,7 +312,7 @@ export class DeploymentsService {
         this.supervisor.cancel(id);
         this.publish(id, { kind: 'deleted', id });
       });
-      return app?.current_deployment_id === id;
+      return wasCurrent;
     });
     // The gateway running the egg, whichever it is, switches to the successor or stops.
     if (wasCurrent) await this.supervisor.changed(deployment.appId);

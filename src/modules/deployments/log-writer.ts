@@ -57,9 +57,7 @@ export class LogWriter {
 
   /** Must be awaited once per deployment before `append`, to continue its sequence. */
   async open(deploymentId: string): Promise<void> {
-    if (this.seqs.has(deploymentId)) return;
-    const [row] = await this.ds.query('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [deploymentId]);
-    if (!this.seqs.has(deploymentId)) this.seqs.set(deploymentId, Number(row.seq));
+    if (!this.seqs.has(deploymentId)) await this.resume(deploymentId);
   }
 
   /**

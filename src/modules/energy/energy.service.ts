@@ -5,6 +5,7 @@ import { NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
 import { Page, pageByIdDesc } from '../../graphql/pagination';
 import { newId } from '../../ids';
+import { canonicalEmail } from '../accounts/accounts.service';
 import { Tier } from '../apps/app.entity';
 import { CONSUMPTION_ORDER, EnergyAccount, EnergyBucket, EnergyLedgerEntry, EnergyReason } from './energy.entity';
 
@@ -171,7 +172,7 @@ export class EnergyService {
       if (!Number.isSafeInteger(v) || (v as number) < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
     }
     return inTransaction(this.ds, async (tx) => {
-      const [user] = await tx.query('SELECT id FROM users WHERE email = $1', [email.trim().toLowerCase()]);
+      const [user] = await tx.query('SELECT id FROM users WHERE email = $1', [canonicalEmail(email)]);
       if (!user) throw new NotFound('Account', email);
       const account = await this.lockAccount(tx, user.id);
       for (const bucket of CONSUMPTION_ORDER) {

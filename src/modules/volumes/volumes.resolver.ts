@@ -4,6 +4,9 @@ import { App } from '../apps/app.entity';
 import { Volume, VOLUME_MOUNT } from './volume.entity';
 import { ProvisionVolumeInput, VolumeChange } from './volumes.inputs';
 
+/** The runtime's usage reading per Volume object of a response (usedMb and overQuota share it). */
+const usage = new WeakMap<Volume, Promise<number>>();
+
 @Resolver(() => Volume)
 export class VolumesResolver {
   @Query(() => Volume, { description: 'The egg’s volume; NOT_FOUND when it has none.' })
@@ -35,9 +38,14 @@ export class VolumesResolver {
   }
 
   @FieldResolver(() => Int, { description: 'Space used in MB, as the runtime reports it.' })
-  async usedMb(@Root() volume: Volume, @Ctx() ctx: Context): Promise<number> {
-    const app = (await ctx.loaders.appById.load(volume.appId))!;
-    return ctx.services.volumes.usedMb(app.slug);
+  usedMb(@Root() volume: Volume, @Ctx() ctx: Context): Promise<number> {
+    // Asked once per volume object: `overQuota` reads the same answer.
+    let used = usage.get(volume);
+    if (!used) {
+      used = ctx.loaders.appById.load(volume.appId).then((app) => ctx.services.volumes.usedMb(app!.slug));
+      usage.set(volume, used);
+    }
+    return used;
   }
 
   @FieldResolver(() => Boolean, { description: 'Whether the used space exceeds the size.' })

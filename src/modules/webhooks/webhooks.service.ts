@@ -227,15 +227,18 @@ export class WebhooksService {
       );
       if (claimed.length === 0) return tried;
       const rows = await this.ds.getRepository(WebhookDelivery).findBy({ id: In(claimed.map((c) => c.id)) });
-      await Promise.all(rows.map((d) => this.attempt(d, null, { retry: true }).catch(this.opts.onError)));
+      // The batch's webhooks, read once (a batch is usually a few webhooks' events).
+      const webhooks = await this.ds.getRepository(Webhook).findBy({ id: In([...new Set(rows.map((d) => d.webhookId))]) });
+      const byId = new Map(webhooks.map((w) => [w.id, w]));
+      await Promise.all(rows.map((d) => this.attempt(d, byId.get(d.webhookId) ?? null, { retry: true }).catch(this.opts.onError)));
       tried += rows.length;
       if (claimed.length < CLAIM_BATCH) return tried;
     }
   }
 
   /** One attempt: sign, send, record; schedule the next try, or give up and count the failure. */
-  private async attempt(delivery: WebhookDelivery, known: Webhook | null, opts: { retry: boolean }): Promise<{ status: DeliveryStatus; responseStatus: number | null; durationMs: number }> {
-    const webhook = known ?? (await this.ds.getRepository(Webhook).findOneBy({ id: delivery.webhookId }));
+  /** `webhook`: the delivery's webhook as read for this attempt; null when it is gone. */
+  private async attempt(delivery: WebhookDelivery, webhook: Webhook | null, opts: { retry: boolean }): Promise<{ status: DeliveryStatus; responseStatus: number | null; durationMs: number }> {
     const now = this.clock.now();
     if (!webhook || (!webhook.active && delivery.event !== 'ping')) {
       await this.ds.getRepository(WebhookDelivery).update({ id: delivery.id }, { status: DeliveryStatus.FAILED, nextAttemptAt: null, leaseUntil: null, error: 'webhook disabled' });
