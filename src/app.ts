@@ -68,7 +68,8 @@ function paymentProvider(config: Config, baseUrl: () => string) {
     config.stripe.webhookSecret ?? dataDirSecret(config, 'stripe-webhook.secret', () => `whsec_${randomBytes(24).toString('base64')}`);
   const api = config.stripe.apiBase ? new URL(config.stripe.apiBase) : null;
   const stripe = new Stripe(config.stripe.secretKey ?? 'sk_test_sandbox_unused', {
-    timeout: config.stripeTimeoutMs, // the SDK's own default is 80 s
+    timeout: config.stripeTimeoutMs, // per attempt; the SDK's own default is 80 s
+    maxNetworkRetries: 1, // so one call takes at most about twice the timeout
     ...(api ? { host: api.hostname, port: Number(api.port), protocol: api.protocol.replace(':', '') as 'http' | 'https' } : {}),
   });
   const provider = config.stripe.secretKey ? new StripeProvider(stripe, config.stripe.priceId!) : new SandboxProvider(baseUrl);
@@ -83,7 +84,7 @@ export async function openDatabase(
 ): Promise<{ ds: DataSource; embedded: EmbeddedPostgres | null; url: string }> {
   const embedded = config.databaseUrl ? null : await startEmbeddedPostgres(config.dataDir, (m) => log.info(m));
   const url = config.databaseUrl ?? embedded!.url;
-  const ds = createDataSource(url, { statementTimeoutMs: config.dbStatementTimeoutMs, ...opts });
+  const ds = createDataSource(url, { statementTimeoutMs: config.dbStatementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs, ...opts });
   try {
     await ds.initialize();
     await ds.runMigrations({ transaction: 'each' });
@@ -139,7 +140,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await bus.connect(
         config.redisUrl
           ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })
-          : new PgTransport(ds, { url: dbUrl, channel, onError: busError }),
+          : new PgTransport(ds, { url: dbUrl, channel, onError: busError, connectTimeoutMs: config.dbConnectTimeoutMs }),
       );
       const runtime = opts.runtime
         ? opts.runtime(ds)
@@ -190,7 +191,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       }
       services.crons.start(config.cronTickMs);
       if (config.jobs) {
-        jobs = new Jobs(dbUrl, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs });
+        jobs = new Jobs(dbUrl, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs });
         const deployments = services.deployments;
         const { volumes, previews, energy, webhooks } = services;
         await jobs.start([

@@ -67,6 +67,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Longest any SQL statement of the gateway may run. */
   dbStatementTimeoutMs: number;
+  /** How long opening a database connection (or waiting for one from a pool) may take. */
+  dbConnectTimeoutMs: number;
   /** Per Stripe API call. */
   stripeTimeoutMs: number;
   /** How long a gateway's claim on a build or a running egg lasts unless renewed (every third of it). */
@@ -169,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     wsMaxSubscriptions: int(env, 'HATCHERY_WS_MAX_SUBSCRIPTIONS', 100, 1, 100_000),
     bodyLimitBytes: int(env, 'HATCHERY_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     dbStatementTimeoutMs: int(env, 'HATCHERY_DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 86_400_000),
+    dbConnectTimeoutMs: int(env, 'HATCHERY_DB_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     stripeTimeoutMs: int(env, 'HATCHERY_STRIPE_TIMEOUT_MS', 10_000, 100, 600_000),
     leaseMs: int(env, 'HATCHERY_LEASE_MS', 30_000, 300, 600_000),
     eventsChannel: env.HATCHERY_EVENTS_CHANNEL || 'hatchery_events',

@@ -18,6 +18,8 @@ export interface PgTransportOptions {
   url: string;
   channel: string;
   onError: (err: unknown) => void;
+  /** Opening the LISTEN connection and its LISTEN statement; then the backoff tries again. */
+  connectTimeoutMs?: number;
 }
 
 /** Not JSON, so no notification can be it. */
@@ -115,7 +117,13 @@ export class PgTransport implements BusTransport {
   }
 
   private async listen(): Promise<Client> {
-    const client = new Client({ connectionString: this.opts.url, keepAlive: true, application_name: 'hatchery-events' });
+    const client = new Client({
+      connectionString: this.opts.url,
+      keepAlive: true,
+      application_name: 'hatchery-events',
+      connectionTimeoutMillis: this.opts.connectTimeoutMs ?? 5000,
+      query_timeout: this.opts.connectTimeoutMs ?? 5000,
+    });
     client.on('notification', (n) => {
       if (!this.closed && n.channel === this.opts.channel && n.payload) this.take(n.payload);
     });

@@ -4,6 +4,8 @@ import { BusTransport, isFrame } from './event-bus';
 /** Frames stay well below Redis' pub/sub output buffer limits for slow subscribers. */
 const FRAME_MAX_BYTES = 256 * 1024;
 const START_TIMEOUT_MS = 10_000;
+/** Longest a publish (or any command) may wait for Redis. */
+const COMMAND_TIMEOUT_MS = 2000;
 
 export interface RedisTransportOptions {
   url: string;
@@ -23,7 +25,8 @@ export class RedisTransport implements BusTransport {
   private lastErrorAt = 0;
 
   constructor(private readonly opts: RedisTransportOptions) {
-    const common = { lazyConnect: true, maxRetriesPerRequest: 3, connectTimeout: START_TIMEOUT_MS };
+    // A publish waits for Redis at most COMMAND_TIMEOUT_MS: a Redis that accepts and hangs cannot hold up a send or the stop.
+    const common = { lazyConnect: true, maxRetriesPerRequest: 3, connectTimeout: START_TIMEOUT_MS, commandTimeout: COMMAND_TIMEOUT_MS };
     // Named after the channel, so an operator can tell which deployment a connection serves.
     this.pub = new Redis(opts.url, { ...common, connectionName: `hatchery-events-pub:${opts.channel}` });
     this.sub = new Redis(opts.url, { ...common, connectionName: `hatchery-events-sub:${opts.channel}` });

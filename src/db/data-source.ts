@@ -10,6 +10,8 @@ export interface DataSourceOptions {
   onQuery?: (sql: string, parameters?: unknown[]) => void;
   poolSize?: number;
   statementTimeoutMs?: number;
+  /** Opening a connection, or waiting for a free one; 0: no limit (pg's default). */
+  connectTimeoutMs?: number;
 }
 
 export function createDataSource(url: string, opts: DataSourceOptions = {}): DataSource {
@@ -34,6 +36,11 @@ export function createDataSource(url: string, opts: DataSourceOptions = {}): Dat
     migrationsTransactionMode: 'each',
     logging: opts.onQuery ? ['query'] : false,
     logger,
-    extra: { max: opts.poolSize ?? 10, statement_timeout: opts.statementTimeoutMs ?? 30_000, Client: GuardedClient },
+    extra: {
+      max: opts.poolSize ?? 10,
+      statement_timeout: opts.statementTimeoutMs ?? 30_000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+      Client: GuardedClient,
+    },
   });
 }

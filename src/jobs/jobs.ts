@@ -22,7 +22,7 @@ export class Jobs {
     databaseUrl: string,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
-    opts: { statementTimeoutMs?: number } = {},
+    opts: { statementTimeoutMs?: number; connectTimeoutMs?: number } = {},
   ) {
     // The same statement timeout as the gateway's own pool (HATCHERY_DB_STATEMENT_TIMEOUT_MS): a
     // job query stuck behind a lock fails and is retried instead of holding a connection forever.
@@ -33,6 +33,7 @@ export class Jobs {
       max: 4,
       // pg-boss hands its options on to its pg Pool, which makes its connections with this class.
       Client: GuardedClient,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
       ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}),
     };
     this.boss = new PgBoss(options);
