@@ -64,6 +64,7 @@ export function createServices(deps: ServiceDeps): Services {
   const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, {
     appsDomain: deps.appsDomain,
     ttlMs: deps.previewTtlMs,
+    leaseMs: deps.leaseMs,
     onError: deps.onError,
   });
   const energy = new EnergyService(deps.ds, deps.clock, deps.allowances);

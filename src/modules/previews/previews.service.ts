@@ -32,6 +32,8 @@ export class PreviewsService {
   private readonly tasks = new Set<Promise<void>>();
   private stopped = false;
   private readonly leaseMs: number;
+  /** Renews the build leases of this gateway's builds while it has any. */
+  private renewer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly ds: DataSource,
@@ -141,6 +143,7 @@ export class PreviewsService {
     this.builds.get(preview.id)?.abort();
     const abort = new AbortController();
     this.builds.set(preview.id, abort);
+    this.renewer ??= setInterval(() => void this.renewLeases().catch(this.opts.onError), Math.max(100, Math.floor(this.leaseMs / 3))).unref();
     const { id, generation, slug } = preview;
     const task = (async () => {
       try {
@@ -154,6 +157,7 @@ export class PreviewsService {
         if (!abort.signal.aborted) this.opts.onError(err);
       } finally {
         if (this.builds.get(id) === abort) this.builds.delete(id);
+        if (this.builds.size === 0) this.stopRenewing();
       }
     })();
     this.tasks.add(task);
@@ -174,8 +178,24 @@ export class PreviewsService {
     return previews.length;
   }
 
+  /** A build longer than the lease keeps it: no other gateway's reclaim builds it again. */
+  private async renewLeases(): Promise<void> {
+    const ids = [...this.builds.keys()];
+    if (ids.length === 0) return this.stopRenewing();
+    await this.ds.query(`UPDATE previews SET lease_until = $1 WHERE id = ANY($2) AND status = 'building'`, [
+      new Date(this.clock.now().getTime() + this.leaseMs),
+      ids,
+    ]);
+  }
+
+  private stopRenewing(): void {
+    if (this.renewer) clearInterval(this.renewer);
+    this.renewer = null;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopRenewing();
     const interrupted = [...this.builds.keys()];
     for (const abort of this.builds.values()) abort.abort();
     await Promise.allSettled([...this.tasks]);
