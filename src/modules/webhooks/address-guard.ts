@@ -40,12 +40,6 @@ function notFound(host: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND', hostname: host });
 }
 
-/**
- * Decides which webhook targets the gateway may connect to. Private, loopback, link-local,
- * CGNAT, unique-local, unspecified, multicast and other non-unicast addresses are refused, both
- * when a webhook is registered and again at every connection (so a name that later resolves to
- * an internal address is refused too). HATCHERY_WEBHOOK_ALLOW_HOSTS exempts operators' hosts.
- */
 /** A registration waits this long for DNS; an unanswered name passes, as an unresolvable one does. */
 const LOOKUP_TIMEOUT_MS = 5000;
 
@@ -55,6 +49,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Decides which webhook targets the gateway may connect to. Private, loopback, link-local,
+ * CGNAT, unique-local, unspecified, multicast and other non-unicast addresses are refused, both
+ * when a webhook is registered and again at every connection (so a name that later resolves to
+ * an internal address is refused too). HATCHERY_WEBHOOK_ALLOW_HOSTS exempts operators' hosts.
+ */
 export class AddressGuard {
   private readonly names = new Set<string>();
   private readonly addresses = new Set<string>();
