@@ -6,6 +6,7 @@ import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-type
 import {
   ASTVisitor,
   DocumentNode,
+  FragmentDefinitionNode,
   getOperationAST,
   GraphQLError,
   GraphQLInputType,
@@ -15,8 +16,10 @@ import {
   isInputObjectType,
   isListType,
   isNonNullType,
+  Kind,
   NamedTypeNode,
   OperationDefinitionNode,
+  SelectionSetNode,
   typeFromAST,
   validate,
   ValidationContext,
@@ -189,7 +192,11 @@ export class OperationGuard {
     try {
       const parser = new MaxTokensParserWLexer(query, { n: this.limits.maxTokens, exposeLimits: true, propagateOnRejection: true });
       const document = parser.parseDocument();
-      result = { document, errors: [...validate(this.schema, document, this.rules)] };
+      const errors = [...validate(this.schema, document, this.rules)];
+      // A document whose fragments multiply out past MAX_COST_NODES fields (a fragment bomb) is
+      // refused here, once per text, not by walking it again for the cost of every request.
+      if (errors.length === 0 && expandedFields(document, MAX_COST_NODES) > MAX_COST_NODES) errors.push(this.tooManyNodes());
+      result = { document, errors };
     } catch (err) {
       if (err instanceof GraphQLError && /Token limit/.test(err.message)) {
         result = { document: null, errors: [limitError('tokens', `Token limit of ${this.limits.maxTokens} exceeded.`, this.limits.maxTokens)] };
@@ -219,10 +226,14 @@ export class OperationGuard {
       return getComplexity({ schema: this.schema, query: single, variables, estimators: estimators(worstCase), maxQueryNodes: MAX_COST_NODES });
     } catch (err) {
       if (err instanceof GraphQLError && /maximum allowed number of nodes/i.test(err.message)) {
-        return limitError('cost', `Cost limit of ${this.limits.maxCost} exceeded: the operation expands to more than ${MAX_COST_NODES} fields.`, this.limits.maxCost);
+        return this.tooManyNodes();
       }
       return null;
     }
+  }
+
+  private tooManyNodes(): GraphQLError {
+    return limitError('cost', `Cost limit of ${this.limits.maxCost} exceeded: the operation expands to more than ${MAX_COST_NODES} fields.`, this.limits.maxCost);
   }
 
   /** The errors refusing this operation; empty when it may run. */
@@ -249,6 +260,41 @@ export class OperationGuard {
       throw new Error(`${name}: its GraphQL operation breaks a configured limit (${errors.map((e) => e.message).join('; ')}); raise HATCHERY_GRAPHQL_MAX_${String(errors[0].extensions.limit).toUpperCase()}`);
     }
   }
+}
+
+/**
+ * How many fields the largest operation of `document` has once its fragment spreads are multiplied
+ * out (directives aside), counting each fragment once: linear in the document, however much it
+ * expands. Stops counting past `cap`.
+ */
+export function expandedFields(document: DocumentNode, cap: number): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const perFragment = new Map<string, number>();
+  const entered = new Set<string>(); // a cycle is a validation error; it counts nothing here
+  const count = (set: SelectionSetNode | undefined): number => {
+    let n = 0;
+    for (const sel of set?.selections ?? []) {
+      if (sel.kind === Kind.FIELD) n += 1 + count(sel.selectionSet);
+      else if (sel.kind === Kind.INLINE_FRAGMENT) n += count(sel.selectionSet);
+      else {
+        const name = sel.name.value;
+        let c = perFragment.get(name);
+        if (c === undefined) {
+          if (entered.has(name)) continue;
+          entered.add(name);
+          c = count(fragments.get(name)?.selectionSet);
+          perFragment.set(name, c);
+        }
+        n += c;
+      }
+      if (n > cap) return cap + 1;
+    }
+    return n;
+  };
+  let largest = 0;
+  for (const d of document.definitions) if (d.kind === Kind.OPERATION_DEFINITION) largest = Math.max(largest, count(d.selectionSet));
+  return largest;
 }
 
 /** graphql-js's "Did you mean …?" hints name schema fields; clients never see them. */
