@@ -33,6 +33,8 @@ export class Metrics {
   queueDepths: (() => Promise<QueueDepth[]>) | null = null;
   private readonly operationNames = new Set<string>();
   private readonly subscriptions = new WeakMap<object, Set<string>>();
+  /** When each graphql-ws operation of a connection was subscribed, for its latency. */
+  private readonly wsStarts = new WeakMap<object, Map<string, number>>();
 
   private readonly httpRequests = new Counter({
     name: 'hatchery_http_requests_total',
@@ -55,7 +57,7 @@ export class Metrics {
   });
   private readonly graphqlDuration = new Histogram({
     name: 'hatchery_graphql_operation_duration_seconds',
-    help: 'Time to answer a GraphQL operation over HTTP, by operation name and type.',
+    help: 'Time to answer a GraphQL query or mutation (over HTTP or graphql-ws), by operation name and type.',
     labelNames: ['operation', 'type'] as const,
     buckets: SECONDS,
     registers: [this.registry],
@@ -153,10 +155,24 @@ export class Metrics {
       if (!ids) this.subscriptions.set(ctx.extra, (ids = new Set()));
       return ids;
     };
+    const starts = (ctx: WsContext) => {
+      let m = this.wsStarts.get(ctx.extra);
+      if (!m) this.wsStarts.set(ctx.extra, (m = new Map()));
+      return m;
+    };
     return {
+      /** Call from graphql-ws `onSubscribe`: the operation's clock starts. */
+      subscribed: (ctx: WsContext, id: string): void => {
+        starts(ctx).set(id, performance.now());
+      },
       onOperation: (ctx: WsContext, id: string, _payload: unknown, args: ExecutionArgs, result: unknown): undefined => {
         const op = getOperationAST(args.document, args.operationName);
         const streaming = isAsyncIterable(result);
+        const started = starts(ctx).get(id);
+        starts(ctx).delete(id);
+        if (!streaming && started !== undefined) {
+          this.graphqlDuration.observe({ operation: this.operationName(op?.name?.value), type: op?.operation ?? 'unknown' }, (performance.now() - started) / 1000);
+        }
         const failed = !streaming && Boolean((result as { errors?: unknown[] }).errors?.length);
         this.graphqlOperations.inc({
           operation: this.operationName(op?.name?.value),

@@ -182,6 +182,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
   const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
+  const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
   // Over graphql-ws the connection's id names the request: in masked errors and on their log lines.
   const formatWs = (ctx: { extra: object }, formatted: GraphQLFormattedError, error: unknown) => {
@@ -207,7 +208,10 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
           return false;
         }
       },
-      onSubscribe: (ctx, id, payload) => wsLimit.onSubscribe(ctx, id, payload),
+      onSubscribe: (ctx, id, payload) => {
+        wsMetrics.subscribed(ctx, id);
+        return wsLimit.onSubscribe(ctx, id, payload);
+      },
       context: (ctx) => {
         // The caller authenticated at connect, with fresh loaders per operation.
         return deps.buildContext.renew(contexts.get(ctx.extra)!);
@@ -215,7 +219,9 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       onNext: (ctx, _id, _payload, _args, result) =>
         result.errors ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) } : result,
       onError: (ctx, _id, _payload, errors) => errors.map((e) => formatWs(ctx, e.toJSON(), e)),
-      ...deps.metrics.wsHooks(),
+      onOperation: wsMetrics.onOperation,
+      onComplete: wsMetrics.onComplete,
+      onClose: wsMetrics.onClose,
     },
     wss,
     deps.keepAliveMs,

@@ -58,6 +58,7 @@ function globalHelp(): string {
     '  HATCH_TOKEN       the API token; beats the one `hatch login` stored',
     '  HATCH_CONFIG_DIR  where `hatch login` keeps config.json (default $XDG_CONFIG_HOME/hatch or ~/.config/hatch)',
     '  NO_COLOR          no colour even on a terminal',
+    '  HATCH_DEBUG       print the stack trace of an unexpected error',
     '',
     'Run `hatch <command> --help` for a command’s options.',
     '',
