@@ -139,6 +139,34 @@ describe('API tokens', () => {
     expect(n).toBe(1);
   });
 
+  it.each([
+    ['empty', ''],
+    ['blank', '   '],
+    ['101 characters long', 'n'.repeat(101)],
+    ['101 characters long after trimming', ' ' + 'n'.repeat(101) + ' '],
+  ])('a name that is %s → BAD_USER_INPUT on name, nothing stored', async (_what, name) => {
+    const user = await makeUser(t.gateway);
+    const res = await gql(t.url, user.token, CreateApiTokenDocument, { name });
+    expect(res.data ?? null).toBeNull();
+    expect(res.errors).toHaveLength(1);
+    expect(res.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect(res.errors?.[0]?.extensions?.errors).toEqual([expect.objectContaining({ field: 'name' })]);
+    // Only the factory's own token.
+    const rows: Array<{ name: string }> = await t.gateway.ds.query('SELECT name FROM api_tokens WHERE user_id = $1', [user.id]);
+    expect(rows.map((r) => r.name)).toEqual(['admin']);
+  });
+
+  it('accepts a name of 1 and of 100 characters, stored trimmed', async () => {
+    const user = await makeUser(t.gateway);
+    const one = (await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: ' x ' })).createApiToken;
+    expect(one.apiToken.name).toBe('x');
+    const long = 'n'.repeat(100);
+    const max = (await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: `  ${long}  ` })).createApiToken;
+    expect(max.apiToken.name).toBe(long);
+    const rows: Array<{ name: string }> = await t.gateway.ds.query('SELECT name FROM api_tokens WHERE user_id = $1 ORDER BY name', [user.id]);
+    expect(rows.map((r) => r.name)).toEqual(['admin', long, 'x']);
+  });
+
   it('accepts expiresInDays at both ends of the range', async () => {
     const user = await makeUser(t.gateway);
     const one = (await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: 'short', expiresInDays: 1 })).createApiToken;

@@ -48,6 +48,24 @@ describe('malformed GraphQL requests over HTTP', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it.each([
+    ['a JSON array', '[]'],
+    ['a batch of operations', '[{"query": "mutation { createApp(input: {slug: \\"batched-egg\\"}) { id } }"}]'],
+    ['a JSON string', '"x"'],
+    ['JSON null', 'null'],
+    ['a JSON number', '42'],
+  ])('%s as the body: 400 with a BAD_REQUEST GraphQL error, nothing run', async (_what, body) => {
+    const apps = await count('apps');
+    const res = await post(body);
+    expect(res.status).toBe(400);
+    expect(res.type).toMatch(/^application\/json/);
+    expect(res.body.code).toBeUndefined();
+    expect(res.body.errors).toHaveLength(1);
+    expect(res.body.errors![0].extensions).toMatchObject({ code: 'BAD_REQUEST' });
+    expect((res.body as { data?: unknown }).data).toBeUndefined();
+    expect(await count('apps')).toBe(apps);
+  });
+
   it('another media type: 415 with an UNSUPPORTED_MEDIA_TYPE GraphQL error', async () => {
     const res = await post('query { viewer { id } }', 'text/plain');
     expect(res.status).toBe(415);
