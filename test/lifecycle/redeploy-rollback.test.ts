@@ -1,5 +1,6 @@
 import { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse } from 'graphql';
+import { DataSource } from 'typeorm';
 import {
   AddCollaboratorDocument,
   AppResourcesDocument,
@@ -11,6 +12,8 @@ import {
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { untilListening, waitForItem } from '../deployments/helpers';
+import { BuildResult, EggSpec, LogSink, RunHooks, RunningEgg } from '../../src/runtime/runtime.port';
+import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 
 /** deploy, asking for canRollback in the response: the deployment is BUILDING at that moment. */
 const DeployCanRollback = parse(`
@@ -19,14 +22,72 @@ const DeployCanRollback = parse(`
   }
 `) as TypedDocumentNode<{ deploy: { id: string; status: string; canRollback: boolean } }, { project: string }>;
 
+/** The egg's main address and what it serves, as the API shows them. */
+const MainUrl = parse(`
+  query MainUrl($slug: String!) {
+    app(slug: $slug) { url currentDeployment { id url } }
+  }
+`) as TypedDocumentNode<{ app: { url: string; currentDeployment: { id: string; url: string } | null } }, { slug: string }>;
+
+/**
+ * The simulated runtime, watched: `serving` maps each slug to the deployment the runtime runs for
+ * it (the one the egg's main address reaches); builds of `held` slugs wait until `release(slug)`.
+ */
+class LifecycleRuntime extends SimulatedRuntime {
+  readonly serving = new Map<string, string>();
+  readonly held = new Set<string>();
+  private readonly gates = new Map<string, { promise: Promise<void>; resolve(): void }>();
+
+  constructor(ds: DataSource) {
+    super(ds, { buildMs: 150, runtimeLogMs: 60_000, commandMs: 20 });
+  }
+
+  async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
+    if (this.held.has(spec.slug)) {
+      await new Promise<void>((resolve, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        void this.gate(spec.slug).promise.then(resolve);
+      });
+    }
+    return super.build(spec, log, signal);
+  }
+
+  run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
+    const egg = super.run(spec, log, hooks);
+    this.serving.set(spec.slug, spec.deploymentId);
+    return {
+      stop: () => {
+        egg.stop();
+        if (this.serving.get(spec.slug) === spec.deploymentId) this.serving.delete(spec.slug);
+      },
+    };
+  }
+
+  release(slug: string): void {
+    this.held.delete(slug);
+    this.gate(slug).resolve();
+  }
+
+  private gate(slug: string) {
+    let g = this.gates.get(slug);
+    if (!g) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.gates.set(slug, (g = { promise, resolve }));
+    }
+    return g;
+  }
+}
+
 describe('redeploy and rollback', () => {
   let t: TestGateway;
+  let sim: LifecycleRuntime;
   let owner: TestUser;
   let collaborator: TestUser;
   let stranger: TestUser;
 
   beforeAll(async () => {
-    t = await startGateway();
+    t = await startGateway({}, { runtime: (ds) => (sim = new LifecycleRuntime(ds)) });
     owner = await makeUser(t.gateway);
     collaborator = await makeUser(t.gateway);
     stranger = await makeUser(t.gateway);
@@ -48,6 +109,16 @@ describe('redeploy and rollback', () => {
 
   const current = async (slug: string) => (await gqlOk(t.url, owner.token, AppResourcesDocument, { slug })).app.currentDeployment?.id ?? null;
   const canRollback = async (id: string) => (await gqlOk(t.url, owner.token, DeploymentRollbackDocument, { id })).deployment.canRollback;
+  const mainUrl = async (slug: string) => (await gqlOk(t.url, owner.token, MainUrl, { slug })).app;
+  const deploymentUrl = async (id: string) => (await rest(t.url, owner.token, 'GET', `/deployments/${id}`)).body.url as string;
+  const volumeMbOf = async (id: string) => {
+    const res = await rest(t.url, owner.token, 'GET', `/deployments/${id}`);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body)).toContain('volume_mb');
+    return res.body.volume_mb as number | null;
+  };
+  const deploymentCount = async (slug: string) =>
+    (await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [slug]))[0].n as number;
 
   describe('redeploy', () => {
     it('builds a new deployment with the same env keys and the egg’s current memory; it goes live and becomes current', async () => {
@@ -84,6 +155,49 @@ describe('redeploy and rollback', () => {
       expect(redeploy.envKeys).toEqual(['HATCHERY_SIMULATE']);
       expect(await settle(t.url, owner, redeploy.id)).toBe('FAILED');
       expect(await current(slug)).toBeNull();
+    });
+
+    it('carries the egg’s current volume: volumeMb is the size mounted now, not the source’s', async () => {
+      const slug = await newEgg();
+      expect((await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/volume`, { size_mb: 100 })).status).toBe(201);
+      const source = await live(slug);
+      expect(await volumeMbOf(source)).toBe(100);
+      expect((await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/volume`, { size_mb: 300 })).status).toBe(200);
+
+      const { redeploy: resized } = await gqlOk(t.url, owner.token, RedeployDocument, { id: source });
+      expect(resized).toMatchObject({ status: 'BUILDING', volumeMb: 300 });
+      expect(await settle(t.url, owner, resized.id)).toBe('LIVE');
+      expect(await volumeMbOf(resized.id)).toBe(300);
+      expect(await volumeMbOf(source)).toBe(100);
+
+      // A volume in its grace period is detached: a redeploy mounts nothing.
+      const deleted = await rest(t.url, owner.token, 'DELETE', `/v1/apps/${slug}/volume`);
+      expect(deleted.status).toBe(200);
+      expect(deleted.body.status).toBe('grace_deleting');
+      const { redeploy: detached } = await gqlOk(t.url, owner.token, RedeployDocument, { id: source });
+      expect(detached.volumeMb).toBeNull();
+      expect(await settle(t.url, owner, detached.id)).toBe('LIVE');
+      expect(await volumeMbOf(detached.id)).toBeNull();
+      expect(await volumeMbOf(resized.id)).toBe(300);
+      expect(await volumeMbOf(source)).toBe(100);
+    });
+
+    it('the main URL follows: once the redeploy is live, App.url serves it (currentDeployment and the runtime)', async () => {
+      const slug = await newEgg();
+      const source = await live(slug);
+      const main = `https://${slug}.${t.config.appsDomain}`;
+      expect(await mainUrl(slug)).toEqual({ url: main, currentDeployment: { id: source, url: await deploymentUrl(source) } });
+      expect(sim.serving.get(slug)).toBe(source);
+
+      const { redeploy } = await gqlOk(t.url, owner.token, RedeployDocument, { id: source });
+      // Still building: the main URL keeps serving the source.
+      expect((await mainUrl(slug)).currentDeployment?.id).toBe(source);
+      expect(await settle(t.url, owner, redeploy.id)).toBe('LIVE');
+      await untilListening(t.url, owner, redeploy.id);
+
+      expect(await mainUrl(slug)).toEqual({ url: main, currentDeployment: { id: redeploy.id, url: redeploy.url } });
+      expect(redeploy.url).not.toBe(main);
+      expect(sim.serving.get(slug)).toBe(redeploy.id);
     });
 
     it('a collaborator may redeploy', async () => {
@@ -147,6 +261,54 @@ describe('redeploy and rollback', () => {
       expect(await current(slug)).toBe(newer);
       expect(await canRollback(older)).toBe(true);
       expect(await canRollback(newer)).toBe(false);
+    });
+
+    it('the main URL follows: App.url keeps its address and serves the rolled-back deployment; a new live deploy moves it forward again', async () => {
+      const slug = await newEgg();
+      const older = await live(slug);
+      const newer = await live(slug);
+      const main = `https://${slug}.${t.config.appsDomain}`;
+      const [olderUrl, newerUrl] = [await deploymentUrl(older), await deploymentUrl(newer)];
+      expect(new Set([main, olderUrl, newerUrl]).size).toBe(3);
+      expect(await mainUrl(slug)).toEqual({ url: main, currentDeployment: { id: newer, url: newerUrl } });
+      expect(sim.serving.get(slug)).toBe(newer);
+
+      const { rollback } = await gqlOk(t.url, owner.token, RollbackDocument, { app: slug, to: older });
+      expect(rollback.url).toBe(main);
+      expect(await mainUrl(slug)).toEqual({ url: main, currentDeployment: { id: older, url: olderUrl } });
+      // The runtime behind the main address now runs the older deployment, not the newer one.
+      expect(sim.serving.get(slug)).toBe(older);
+
+      const newest = await live(slug);
+      expect(await mainUrl(slug)).toEqual({ url: main, currentDeployment: { id: newest, url: await deploymentUrl(newest) } });
+      expect(sim.serving.get(slug)).toBe(newest);
+    });
+
+    it('to a BUILDING deployment: BAD_USER_INPUT on `to`, nothing changes', async () => {
+      const slug = await newEgg();
+      const good = await live(slug);
+      sim.held.add(slug);
+      let building: string;
+      try {
+        building = (await deploy(t.url, owner, slug)).id;
+        expect((await rest(t.url, owner.token, 'GET', `/deployments/${building}`)).body.status).toBe('building');
+
+        const res = await gql(t.url, owner.token, RollbackDocument, { app: slug, to: building });
+        expect(res.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+        expect(res.errors?.[0]?.extensions?.errors?.[0]?.field).toBe('to');
+        expect(res.data?.rollback ?? null).toBeNull();
+
+        expect(await current(slug)).toBe(good);
+        expect(sim.serving.get(slug)).toBe(good);
+        expect((await rest(t.url, owner.token, 'GET', `/deployments/${building}`)).body.status).toBe('building');
+        expect(await canRollback(building)).toBe(false);
+        expect(await deploymentCount(slug)).toBe(2);
+      } finally {
+        sim.release(slug);
+      }
+      // Released, the build goes live as usual.
+      expect(await settle(t.url, owner, building)).toBe('LIVE');
+      expect(await current(slug)).toBe(building);
     });
 
     it('a collaborator may roll back', async () => {
