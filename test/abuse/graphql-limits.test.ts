@@ -1,9 +1,9 @@
 import { Client as WsClient } from 'graphql-ws';
 import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
-import { rest, startGateway, TestGateway, wsClient } from '../support/gateway';
+import { rest, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
-import { graphql, request, runWs } from './helpers';
+import { graphql, openWsClient, request, runWs } from './helpers';
 
 /**
  * Depth, cost, alias, directive, token and list limits: an operation at a limit runs, one past it
@@ -44,7 +44,8 @@ describe('GraphQL operation limits', () => {
     t = await startGateway(LIMITS, { db: { onQuery: (sql) => statements.push(sql) } });
     user = await makeUser(t.gateway);
     slug = (await makeApp(t.url, user)).slug;
-    client = wsClient(t.url, user.token);
+    // One connection for the file: each refusal is seen on a connection that stays open.
+    client = openWsClient(t.url, user.token);
   });
   afterAll(async () => {
     await client?.dispose();

@@ -81,26 +81,38 @@ export function wsClientFrom(baseUrl: string, token: string | null, from: string
   });
 }
 
+/** A graphql-ws client that connects at once and keeps one connection until disposed (not lazy). */
+export function openWsClient(baseUrl: string, token: string): WsClient {
+  return createClient({
+    url: baseUrl.replace(/^http/, 'ws') + '/graphql',
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${token}` },
+    lazy: false,
+    retryAttempts: 0,
+    onNonLazyError: () => undefined,
+  });
+}
+
 export interface WsOutcome {
   data?: Record<string, unknown> | null;
   errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
 }
 
-/** Runs one operation (raw text) over graphql-ws: its first result, or the errors it was refused with. */
+/**
+ * Runs one operation (raw text) over graphql-ws: its result, or the errors it was refused with.
+ * Waits for the server's `complete` instead of unsubscribing after the first result: unsubscribing
+ * while the server's complete is on its way makes graphql-ws 6 release the operation twice, which
+ * breaks its count of active operations (a lazy client then sends nothing for the next one).
+ */
 export function runWs(client: WsClient, query: string, variables?: Record<string, unknown>): Promise<WsOutcome> {
   return new Promise((resolve, reject) => {
     let first: WsOutcome | undefined;
-    const unsubscribe = client.subscribe(
+    client.subscribe(
       { query, variables },
       {
-        next: (value) => {
-          if (first) return;
-          first = value as WsOutcome;
-          resolve(first);
-          unsubscribe();
-        },
+        next: (value) => void (first ??= value as WsOutcome),
         error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(err)),
-        complete: () => resolve(first ?? {}),
+        complete: () => (first ? resolve(first) : reject(new Error('completed without a result or an error'))),
       },
     );
   });
