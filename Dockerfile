@@ -29,6 +29,7 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY bin ./bin
 # The data dir keeps the generated encryption key (unless HATCHERY_ENCRYPTION_KEY is set): mount it.
 RUN mkdir -p /var/lib/hatchery && chown node:node /var/lib/hatchery
 VOLUME ["/var/lib/hatchery"]

@@ -1,6 +1,6 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -151,6 +151,23 @@ describe('the compiled build (the image’s build step and entry point)', () => 
       body: JSON.stringify({ query: 'query Viewer { viewer { id email } }' }),
     });
     expect([res.status, await res.json()]).toEqual([200, { data: { viewer: { id, email } } }]);
+  });
+
+  it('the hatch CLI runs from the compiled code where the TypeScript sources are absent, as in the image', async () => {
+    mkdirSync(path.join(tmp, 'bin'));
+    copyFileSync(path.join(root, 'bin', 'hatch.js'), path.join(tmp, 'bin', 'hatch.js'));
+    const version = await run(process.execPath, ['bin/hatch.js', '--version'], { cwd: tmp, env: childEnv(), timeout: 60_000 });
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(version).toEqual({ code: 0, output: `hatch ${pkg.version}\n` });
+    const email = `cli-${randomBytes(4).toString('hex')}@example.com`;
+    const { token } = JSON.parse((await run(process.execPath, ['dist/src/cli/admin.js', 'create-user', email], { cwd: tmp, env: childEnv(), timeout: 60_000 })).output);
+    const whoami = await run(process.execPath, ['bin/hatch.js', 'whoami', '--json'], {
+      cwd: tmp,
+      env: { ...childEnv(), HATCH_API_URL: url, HATCH_TOKEN: token, HATCH_CONFIG_DIR: path.join(tmp, 'hatch-config') },
+      timeout: 60_000,
+    });
+    expect(whoami.code).toBe(0);
+    expect(JSON.parse(whoami.output)).toMatchObject({ email });
   });
 
   it('stops on SIGTERM (the image’s STOPSIGNAL) with exit code 0', async () => {

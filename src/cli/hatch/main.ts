@@ -97,12 +97,17 @@ function checkArity(cmd: Command, args: string[]): void {
   if (!variadic && args.length > cmd.args.length) throw new UsageError(`unexpected argument "${args[cmd.args.length]}"`);
 }
 
+/** The package's version: package.json is three levels up from the sources, four from dist/. */
 function version(): string {
-  try {
-    return JSON.parse(readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')).version;
-  } catch {
-    return 'unknown';
+  for (const up of ['../../..', '../../../..']) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.resolve(__dirname, up, 'package.json'), 'utf8'));
+      if (pkg.bin?.hatch) return pkg.version;
+    } catch {
+      // not there: try the next level
+    }
   }
+  return 'unknown';
 }
 
 function printError(err: unknown, json: boolean, stderrColours: ReturnType<typeof colours>): void {
