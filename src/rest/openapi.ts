@@ -243,7 +243,7 @@ function sharedSchemas(): Record<string, JsonSchema> {
     Problem: {
       type: 'object',
       description: 'An RFC 9457 problem details body (`application/problem+json`).',
-      required: ['type', 'title', 'status', 'code', 'detail'],
+      required: ['type', 'title', 'status', 'code', 'detail', 'request_id'],
       properties: {
         type: { type: 'string', format: 'uri', description: 'Identifies the problem type.' },
         title: { type: 'string', minLength: 1, description: 'A short summary of the problem type.' },

@@ -157,7 +157,7 @@ describe('GET /openapi.json', () => {
       }
     }
     expect(doc.info.version).toBe(LATEST_RELEASE);
-    expect(doc.components.schemas.Problem).toMatchObject({ required: ['type', 'title', 'status', 'code', 'detail'] });
+    expect(doc.components.schemas.Problem).toMatchObject({ required: ['type', 'title', 'status', 'code', 'detail', 'request_id'] });
     expect(resolve(doc, { $ref: '#/components/responses/Problem401' }).headers).toHaveProperty('WWW-Authenticate');
     expect(resolve(doc, { $ref: '#/components/responses/Problem429' }).headers).toHaveProperty('Retry-After');
     const later = routes.filter((r) => r.since !== API_RELEASES[0]);
