@@ -95,6 +95,6 @@ export class AppsResolver {
 
   @FieldResolver(() => DeploymentConnection, { description: 'The egg’s deployments, newest first.' })
   deployments(@Root() app: App, @Ctx() ctx: Context, @Args(() => DeploymentsPageArgs) args: DeploymentsPageArgs) {
-    return ctx.services.deployments.list(ctx, { ...args, project: app.slug });
+    return ctx.services.deployments.listOf(app.id, args);
   }
 }

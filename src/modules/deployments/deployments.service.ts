@@ -1,4 +1,4 @@
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
@@ -20,6 +20,9 @@ import { IdempotencyKey } from './idempotency-key.entity';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
 
+
+/** Filters and page of a deployment list. */
+type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
 const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_ENV_VARS = 200;
 const MAX_ENV_VALUE = 32 * 1024;
@@ -279,18 +282,18 @@ export class DeploymentsService {
     return d;
   }
 
-  async list(
-    ctx: Context,
-    args: { project?: string | null; status?: DeploymentStatus | null; first?: number | null; after?: string | null },
-  ): Promise<Page<Deployment>> {
+  async list(ctx: Context, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
     const viewer = requireViewer(ctx);
-    const qb = this.ds.getRepository(Deployment).createQueryBuilder('d');
-    if (args.project !== null && args.project !== undefined) {
-      const app = await this.deps.apps.getVisible(ctx, args.project);
-      qb.where('d.app_id = :appId', { appId: app.id });
-    } else {
-      qb.where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
-    }
+    if (args.project !== null && args.project !== undefined) return this.listOf((await this.deps.apps.getVisible(ctx, args.project)).id, args);
+    return this.page(this.ds.getRepository(Deployment).createQueryBuilder('d').where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id }), args);
+  }
+
+  /** The deployments of an egg the caller reached already (`App.deployments`): no second visibility check. */
+  listOf(appId: string, args: DeploymentListArgs): Promise<Page<Deployment>> {
+    return this.page(this.ds.getRepository(Deployment).createQueryBuilder('d').where('d.app_id = :appId', { appId }), args);
+  }
+
+  private page(qb: SelectQueryBuilder<Deployment>, args: DeploymentListArgs): Promise<Page<Deployment>> {
     if (args.status) qb.andWhere('d.status = :status', { status: args.status });
     return pageByIdDesc(qb, 'dep', args);
   }

@@ -3,7 +3,6 @@ import { Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
 import { App } from '../apps/app.entity';
 
 export const WEBHOOK_EVENTS = ['deploy'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export enum DeliveryStatus {
   PENDING = 'pending',

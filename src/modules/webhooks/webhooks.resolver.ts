@@ -60,9 +60,8 @@ export class WebhooksResolver {
   }
 
   @FieldResolver(() => WebhookDeliveryConnection, { description: 'Delivery history, newest first.' })
-  async deliveries(@Root() webhook: Webhook, @Ctx() ctx: Context, @Args(() => PageArgs) page: PageArgs) {
-    const app = (await ctx.loaders.appById.load(webhook.appId))!;
-    return ctx.services.webhooks.deliveries(ctx, app.slug, webhook.id, page);
+  deliveries(@Root() webhook: Webhook, @Ctx() ctx: Context, @Args(() => PageArgs) page: PageArgs) {
+    return ctx.services.webhooks.deliveries(webhook.id, page);
   }
 
   @FieldResolver(() => WebhookDelivery, { nullable: true, description: 'The delivery attempted most recently; null before the first.' })

@@ -129,9 +129,9 @@ export class WebhooksService {
     return webhook;
   }
 
-  async deliveries(ctx: Context, slug: string, id: string, page: { first?: number | null; after?: string | null }): Promise<Page<WebhookDelivery>> {
-    const webhook = await this.get(ctx, slug, id);
-    const qb = this.ds.getRepository(WebhookDelivery).createQueryBuilder('d').where('d.webhook_id = :id', { id: webhook.id });
+  /** The delivery history of a webhook the caller reached already (`Webhook.deliveries`). */
+  deliveries(webhookId: string, page: { first?: number | null; after?: string | null }): Promise<Page<WebhookDelivery>> {
+    const qb = this.ds.getRepository(WebhookDelivery).createQueryBuilder('d').where('d.webhook_id = :id', { id: webhookId });
     return pageByIdDesc(qb, 'whd', page);
   }
 
