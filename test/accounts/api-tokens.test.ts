@@ -7,10 +7,9 @@ import {
   ViewerDocument,
 } from '../../src/client/generated';
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
-import { makeUser, TestUser } from '../support/factories';
+import { ISO_MS, makeUser, TestUser } from '../support/factories';
 
 const DAY_MS = 86_400_000;
-const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe('API tokens', () => {
   const clock = new ManualClock('2026-11-20T12:00:00.000Z');

@@ -1,8 +1,7 @@
 import { AppDocument, AppsDocument, CreateAppDocument } from '../../src/client/generated';
 import { gql, gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
-import { makeApp, makeUser, TestUser, unique } from '../support/factories';
+import { ISO_MS, makeApp, makeUser, TestUser, unique } from '../support/factories';
 
-const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe('eggs (apps)', () => {
   let t: TestGateway;

@@ -1,10 +1,9 @@
 import { CreateEnergyPackCheckoutDocument } from '../../src/client/generated';
 import { gql, gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
-import { makeUser, TestUser } from '../support/factories';
+import { ISO_MS, makeUser, TestUser } from '../support/factories';
 import { expectProblem } from '../rest/problem';
 import { energyOf, WEBHOOK_SECRET } from '../energy/helpers';
 
-const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe('POST /billing/energy-pack/checkout (sandbox provider)', () => {
   let t: TestGateway;

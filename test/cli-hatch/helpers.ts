@@ -4,7 +4,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export const ROOT = path.resolve(__dirname, '../..');
+import { ROOT } from '../support/cli';
+
+export { ROOT };
 export const BIN = path.join(ROOT, 'bin', 'hatch.js');
 
 /** How a test runs the CLI: which gateway, which token (if any), which config dir. */

@@ -1,12 +1,11 @@
 import { DataSource } from 'typeorm';
-import { AddCollaboratorDocument } from '../../src/client/generated';
 import { CommandSpec } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
-import { gqlOk, rest, TestGateway } from '../support/gateway';
-import { makeApp, makeUser, TestUser } from '../support/factories';
+import { rest, TestGateway } from '../support/gateway';
+import { makeEggWithPeople } from '../support/factories';
 
 export const MINUTE_MS = 60_000;
-export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { ISO_MS } from '../support/factories';
 export const CRON_ID = /^cron_[0-9a-z]{26}$/;
 export const RUN_ID = /^run_[0-9a-z]{26}$/;
 
@@ -156,14 +155,7 @@ export async function settleAllRuns(ds: DataSource): Promise<void> {
 }
 
 /** An egg with its owner, a collaborator and a stranger. */
-export async function eggWithPeople(t: TestGateway): Promise<{ owner: TestUser; collaborator: TestUser; stranger: TestUser; slug: string }> {
-  const owner = await makeUser(t.gateway);
-  const collaborator = await makeUser(t.gateway);
-  const stranger = await makeUser(t.gateway);
-  const { slug } = await makeApp(t.url, owner);
-  await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: slug, email: collaborator.email });
-  return { owner, collaborator, stranger, slug };
-}
+export const eggWithPeople = (t: TestGateway) => makeEggWithPeople(t);
 
 export function postCron(t: TestGateway, token: string | null, slug: string, body: unknown) {
   return rest(t.url, token, 'POST', `/v1/apps/${slug}/crons`, body);

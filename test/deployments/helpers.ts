@@ -1,5 +1,5 @@
 import { DeploymentFieldsFragment, DeploymentLogStreamDocument, DeploymentLogStreamSubscription, LogType } from '../../src/client/generated';
-import { collect, Collected, wsClient } from '../support/gateway';
+import { collect, Collected, waitForItem, wsClient } from '../support/gateway';
 import { TestUser } from '../support/factories';
 
 export type StreamItem = DeploymentLogStreamSubscription;
@@ -36,12 +36,7 @@ export function restList<N, R>(c: { nodes: N[]; pageInfo: { hasNextPage: boolean
 }
 
 /** Resolves with the items received so far once one of them matches; bounded by jest's timeout. */
-export async function waitForItem<T>(stream: Collected<T>, match: (item: T) => boolean): Promise<T[]> {
-  for (let n = 1; ; n++) {
-    const items = await stream.waitFor(n);
-    if (match(items[n - 1])) return items;
-  }
-}
+export { waitForItem };
 
 /**
  * Waits, over graphql-ws, until the deployment's runtime has written "Listening on port 8080"
@@ -59,4 +54,4 @@ export async function untilListening(url: string, user: TestUser, id: string): P
   }
 }
 
-export const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+export { ISO_MS } from '../support/factories';

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CreateAppDocument, DeploymentLogStreamDocument, DeploymentStatusDocument } from '../../src/client/generated';
+import { ROOT } from '../support/cli';
 import { collect, gqlOk, rest, wsClient } from '../support/gateway';
 
-const ROOT = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 
 /** The newcomer's path: `npm start` with no DATABASE_URL boots an embedded PostgreSQL. */

@@ -1,11 +1,12 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import path from 'node:path';
 import { DataSource } from 'typeorm';
 import { AddCollaboratorDocument, CreateApiTokenDocument } from '../../src/client/generated';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { gqlOk, rest, TEST_KEY, TestGateway } from '../support/gateway';
 
-export const ROOT = path.resolve(__dirname, '../..');
+import { ROOT } from '../support/cli';
+
+export { ROOT };
 
 type Queryable = Pick<DataSource, 'query'>;
 

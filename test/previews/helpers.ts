@@ -1,15 +1,14 @@
 import { DataSource } from 'typeorm';
-import { AddCollaboratorDocument } from '../../src/client/generated';
 import { BuildResult, EggSpec, LogSink, ProvisionedResource } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
-import { gqlOk, rest, TestGateway } from '../support/gateway';
-import { makeApp, makeUser, TestUser } from '../support/factories';
+import { rest, TestGateway } from '../support/gateway';
+import { makeEggWithPeople } from '../support/factories';
 
 export const HOUR_MS = 3600 * 1000;
 export const DAY_MS = 24 * HOUR_MS;
 /** HATCHERY_PREVIEW_TTL_HOURS defaults to 168. */
 export const TTL_MS = 7 * DAY_MS;
-export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { ISO_MS } from '../support/factories';
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -162,14 +161,7 @@ export async function statusAfterBuild(t: TestGateway, sim: PreviewRuntime, toke
 }
 
 /** A fresh egg with an owner, a collaborator and a stranger. */
-export async function eggWithPeople(t: TestGateway) {
-  const owner = await makeUser(t.gateway);
-  const collaborator = await makeUser(t.gateway);
-  const stranger = await makeUser(t.gateway);
-  const { slug } = await makeApp(t.url, owner);
-  await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: slug, email: collaborator.email });
-  return { owner, collaborator, stranger, slug } as { owner: TestUser; collaborator: TestUser; stranger: TestUser; slug: string };
-}
+export const eggWithPeople = (t: TestGateway) => makeEggWithPeople(t);
 
 export interface StoredPreview {
   id: string;

@@ -45,10 +45,4 @@ export type LogItem = DeploymentLogStreamSubscription['deploymentLogs'];
 
 export const seqsOf = (s: Collected<DeploymentLogStreamSubscription>) => s.items.map((i) => i.deploymentLogs.seq);
 
-/** Resolves with the items received so far once one of them matches; bounded by jest's timeout. */
-export async function waitForItem<T>(stream: Collected<T>, match: (item: T) => boolean, from = 0): Promise<T[]> {
-  for (let n = from + 1; ; n++) {
-    const items = await stream.waitFor(n);
-    if (match(items[n - 1])) return items;
-  }
-}
+export { waitForItem } from '../support/gateway';

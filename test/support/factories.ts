@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { AddCollaboratorDocument, CreateAppDocument, DeployDocument, DeploymentStatusDocument } from '../../src/client/generated';
 import { Gateway } from '../../src/app';
-import { collect, gqlOk, wsClient } from './gateway';
+import { collect, gqlOk, waitForItem, wsClient } from './gateway';
 
 export const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
@@ -29,18 +29,16 @@ export async function settle(url: string, user: TestUser, id: string): Promise<s
   const client = wsClient(url, user.token);
   try {
     const stream = collect(client, DeploymentStatusDocument, { id });
-    for (let n = 1; ; n++) {
-      const items = await stream.waitFor(n);
-      const status = items[n - 1].deploymentStatus.status;
-      if (status !== 'BUILDING') {
-        stream.unsubscribe();
-        return status;
-      }
-    }
+    const items = await waitForItem(stream, (i) => i.deploymentStatus.status !== 'BUILDING');
+    stream.unsubscribe();
+    return items[items.length - 1].deploymentStatus.status;
   } finally {
     await client.dispose();
   }
 }
+
+/** An ISO 8601 UTC timestamp with milliseconds, as every API response writes them. */
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 export interface EggWithPeople {
   owner: TestUser;

@@ -165,3 +165,11 @@ export function collect<TData, TVars extends Record<string, unknown>>(
     waitFor: (n) => (items.length >= n ? Promise.resolve(items.slice()) : new Promise((resolve) => waiters.push({ n, resolve }))),
   };
 }
+
+/** Resolves with the items received so far once one (from the `from`-th on) matches; bounded by jest's timeout. */
+export async function waitForItem<T>(stream: Collected<T>, match: (item: T) => boolean, from = 0): Promise<T[]> {
+  for (let n = from + 1; ; n++) {
+    const items = await stream.waitFor(n);
+    if (match(items[n - 1])) return items;
+  }
+}

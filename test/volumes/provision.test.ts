@@ -1,10 +1,9 @@
 import { ProvisionVolumeDocument, VolumeDocument } from '../../src/client/generated';
 import { gql, gqlOk, startGateway, TestGateway } from '../support/gateway';
-import { makeApp, makeUser, unique } from '../support/factories';
+import { ISO_MS, makeApp, makeUser, unique } from '../support/factories';
 import { expectInvalid, expectProblem, expectUnauthorized } from '../rest/problem';
 import { deleteVolume, eggWithPeople, getVolume, keepsVolume, postVolume, storedVolume, volumeRows } from './helpers';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('POST / GET /v1/apps/:slug/volume', () => {
   let t: TestGateway;

@@ -11,7 +11,7 @@ import { gqlOk, rest, TestGateway } from '../support/gateway';
 
 export const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
 export const DELIVERY_ID = /^whd_[0-9a-z]{26}$/;
-export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export { ISO_MS } from '../support/factories';
 export const MINUTE_MS = 60_000;
 
 /** One request the receiver got: path, lower-case headers (one value each) and the raw body. */
