@@ -10,6 +10,8 @@ interface AppNode {
   collaborators: Array<{ email: string }>;
   latestDeployment: { id: string; status: string } | null;
   currentDeployment: { id: string } | null;
+  deployments: { nodes: Array<{ id: string }>; pageInfo: { hasNextPage: boolean } };
+  previews: Array<{ prNumber: number }>;
 }
 
 const AppsWithRelationsDocument = parse(`
@@ -21,6 +23,8 @@ const AppsWithRelationsDocument = parse(`
         collaborators { email }
         latestDeployment { id status }
         currentDeployment { id }
+        deployments(first: 1) { nodes { id } pageInfo { hasNextPage } }
+        previews { prNumber }
       }
       pageInfo { hasNextPage }
     }
@@ -32,10 +36,13 @@ interface Expected {
   collaborators: string[];
   latest: string | null;
   current: string | null;
+  /** How many deployments the egg has. */
+  count: number;
 }
 
 /**
- * Listing eggs with their owner, collaborators, latest and current deployment must batch its
+ * Listing eggs with their owner, collaborators, latest and current deployment, a page of their
+ * deployments and their previews must batch its
  * loads: the number of SQL statements does not grow with the number of eggs.
  */
 describe('DataLoaders: apps with their relations run a constant number of statements', () => {
@@ -92,7 +99,8 @@ describe('DataLoaders: apps with their relations run a constant number of statem
       latest = (await deploy(t.url, owner, slug)).id;
       await t.gateway.services.deployments.finishBuild(latest, { ok: false, reason: 'test' });
     }
-    expected.set(slug, { collaborators: collaborators.sort(), latest, current });
+    const count = kind === 0 ? 0 : kind === 2 ? 2 : 1;
+    expected.set(slug, { collaborators: collaborators.sort(), latest, current, count });
   }
 
   async function addEggs(n: number) {
@@ -122,6 +130,10 @@ describe('DataLoaders: apps with their relations run a constant number of statem
       expect(node.collaborators.map((c) => c.email).sort()).toEqual(e.collaborators);
       expect(node.latestDeployment?.id ?? null).toBe(e.latest);
       expect(node.currentDeployment?.id ?? null).toBe(e.current);
+      // Its own page of deployments (newest first, one per page here), batched with the others'.
+      expect(node.deployments.nodes.map((d) => d.id)).toEqual(e.latest ? [e.latest] : []);
+      expect(node.deployments.pageInfo.hasNextPage).toBe(e.count > 1);
+      expect(node.previews).toEqual([]);
     }
   }
 

@@ -1,6 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Context } from '../../graphql/context';
-import { Connection, PageArgs } from '../../graphql/pagination';
+import { Connection, decodeCursor, PageArgs, pageSize } from '../../graphql/pagination';
+import { isId } from '../../ids';
 import { User } from '../accounts/user.entity';
 import { Deployment } from '../deployments/deployment.entity';
 import { DeploymentsPageArgs } from '../deployments/deployments.inputs';
@@ -95,6 +96,12 @@ export class AppsResolver {
 
   @FieldResolver(() => DeploymentConnection, { description: 'The egg’s deployments, newest first.' })
   deployments(@Root() app: App, @Ctx() ctx: Context, @Args(() => DeploymentsPageArgs) args: DeploymentsPageArgs) {
-    return ctx.services.deployments.listOf(app.id, args);
+    // Batched across the eggs of a list; the same checks of `first` and `after` as every list.
+    return ctx.loaders.deploymentPageByApp.load({
+      appId: app.id,
+      status: args.status ?? null,
+      limit: pageSize(args.first),
+      after: decodeCursor(args.after, (k) => isId(k, 'dep')),
+    });
   }
 }

@@ -1,6 +1,15 @@
 import DataLoader from 'dataloader';
 import { DataSource, In } from 'typeorm';
-import { Deployment } from './deployment.entity';
+import { Page, toPage } from '../../graphql/pagination';
+import { Deployment, DeploymentStatus } from './deployment.entity';
+
+/** One egg's page of deployments, newest first: `limit` after the id `after`, in `status` if set. */
+export interface DeploymentPageKey {
+  appId: string;
+  status: DeploymentStatus | null;
+  limit: number;
+  after: string | null;
+}
 
 export function deploymentsLoaders(ds: DataSource) {
   return {
@@ -21,5 +30,35 @@ export function deploymentsLoaders(ds: DataSource) {
       const byApp = new Map(rows.map((d) => [d.appId, d]));
       return appIds.map((id) => byApp.get(id) ?? null);
     }),
+    /**
+     * `App.deployments` of every egg of a list: per page shape (status, size, cursor), one
+     * statement picks each egg's ids (LATERAL … LIMIT) and one loads those rows.
+     */
+    deploymentPageByApp: new DataLoader<DeploymentPageKey, Page<Deployment>, string>(
+      async (keys) => {
+        const shapes = new Map<string, DeploymentPageKey[]>();
+        for (const k of keys) {
+          const shape = JSON.stringify([k.status, k.limit, k.after]);
+          shapes.set(shape, [...(shapes.get(shape) ?? []), k]);
+        }
+        const pages = new Map<DeploymentPageKey, Page<Deployment>>();
+        for (const group of shapes.values()) {
+          const { status, limit, after } = group[0];
+          const appIds = [...new Set(group.map((k) => k.appId))];
+          const picked: Array<{ id: string }> = await ds.query(
+            `SELECT d.id FROM unnest($1::text[]) AS a(id)
+               CROSS JOIN LATERAL (SELECT id FROM deployments
+                                    WHERE app_id = a.id AND ($2::text IS NULL OR status::text = $2) AND ($3::text IS NULL OR id < $3)
+                                    ORDER BY id DESC LIMIT $4) d`,
+            [appIds, status, after, limit + 1],
+          );
+          const rows = picked.length ? await ds.getRepository(Deployment).findBy({ id: In(picked.map((p) => p.id)) }) : [];
+          rows.sort((a, b) => (a.id < b.id ? 1 : -1));
+          for (const k of group) pages.set(k, toPage(rows.filter((d) => d.appId === k.appId), limit, (d) => d.id));
+        }
+        return keys.map((k) => pages.get(k)!);
+      },
+      { cacheKeyFn: (k) => JSON.stringify([k.appId, k.status, k.limit, k.after]) },
+    ),
   };
 }

@@ -1,4 +1,4 @@
-import { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
@@ -284,16 +284,12 @@ export class DeploymentsService {
 
   async list(ctx: Context, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
     const viewer = requireViewer(ctx);
-    if (args.project !== null && args.project !== undefined) return this.listOf((await this.deps.apps.getVisible(ctx, args.project)).id, args);
-    return this.page(this.ds.getRepository(Deployment).createQueryBuilder('d').where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id }), args);
-  }
-
-  /** The deployments of an egg the caller reached already (`App.deployments`): no second visibility check. */
-  listOf(appId: string, args: DeploymentListArgs): Promise<Page<Deployment>> {
-    return this.page(this.ds.getRepository(Deployment).createQueryBuilder('d').where('d.app_id = :appId', { appId }), args);
-  }
-
-  private page(qb: SelectQueryBuilder<Deployment>, args: DeploymentListArgs): Promise<Page<Deployment>> {
+    const qb = this.ds.getRepository(Deployment).createQueryBuilder('d');
+    if (args.project !== null && args.project !== undefined) {
+      qb.where('d.app_id = :appId', { appId: (await this.deps.apps.getVisible(ctx, args.project)).id });
+    } else {
+      qb.where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
+    }
     if (args.status) qb.andWhere('d.status = :status', { status: args.status });
     return pageByIdDesc(qb, 'dep', args);
   }

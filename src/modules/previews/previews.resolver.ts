@@ -41,6 +41,6 @@ export class PreviewsResolver {
 export class AppPreviewsResolver {
   @FieldResolver(() => [Preview], { description: 'The egg’s preview environments, newest first.' })
   previews(@Root() app: App, @Ctx() ctx: Context): Promise<Preview[]> {
-    return ctx.services.previews.listOf(app.id);
+    return ctx.loaders.previewsByAppId.load(app.id);
   }
 }

@@ -101,12 +101,8 @@ export class PreviewsService {
   }
 
   async list(ctx: Context, slug: string): Promise<Preview[]> {
-    return this.listOf((await this.apps.getVisible(ctx, slug)).id);
-  }
-
-  /** The previews of an egg the caller reached already (`App.previews`): no second visibility check. */
-  listOf(appId: string): Promise<Preview[]> {
-    return this.ds.getRepository(Preview).find({ where: { appId }, order: { id: 'DESC' } });
+    const app = await this.apps.getVisible(ctx, slug);
+    return this.ds.getRepository(Preview).find({ where: { appId: app.id }, order: { id: 'DESC' } });
   }
 
   /** Tears the preview down: routes, database and addons first, then its record. */
