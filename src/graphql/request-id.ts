@@ -3,11 +3,12 @@ import { GraphQLFormattedError } from 'graphql';
 import { Context } from './context';
 
 /**
- * A masked internal error names the request it happened in (`extensions.requestId`, the same id
- * as REST's `request_id` and the log lines' `reqId`), next to the `errorId` of its log line.
+ * Every GraphQL error names the request it happened in (`extensions.requestId`, the same id as
+ * REST's `request_id` and the log lines' `reqId`); a masked internal error also has the `errorId`
+ * of its log line.
  */
 export function withRequestId(error: GraphQLFormattedError, requestId: string): GraphQLFormattedError {
-  if (error.extensions?.code !== 'INTERNAL_SERVER_ERROR' || error.extensions.requestId !== undefined) return error;
+  if (error.extensions?.requestId !== undefined) return error;
   return { ...error, extensions: { ...error.extensions, requestId } };
 }
 

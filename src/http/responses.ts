@@ -2,6 +2,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLFormattedError } from 'graphql';
 import { ErrorCode, FieldError } from '../errors';
 import { ERROR_HTTP, errorHeaders } from '../graphql/errors';
+import { withRequestId } from '../graphql/request-id';
 
 /** GraphQL over HTTP and graphql-ws, and the explorer page. */
 export const GRAPHQL_PATH = '/graphql';
@@ -30,9 +31,13 @@ export function sendProblem(
   return reply.code(status).type('application/problem+json').send(body);
 }
 
-/** A GraphQL response that carries only errors, sent outside Apollo (limits, rate limits, refusals). */
+/**
+ * A GraphQL response that carries only errors, sent outside Apollo (limits, rate limits,
+ * refusals); each error names the request (`extensions.requestId`), as Apollo's do.
+ */
 export function sendGraphQLErrors(reply: FastifyReply, status: number, errors: GraphQLFormattedError[]): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send({ errors });
+  const named = errors.map((e) => withRequestId(e, reply.request.id));
+  return reply.code(status).type('application/json; charset=utf-8').send({ errors: named });
 }
 
 /**
@@ -47,7 +52,7 @@ export function sendRefusal(
   extra: { errors?: FieldError[]; errorId?: string } = {},
 ): FastifyReply {
   if (!isGraphQLRoute(req)) return sendProblem(reply, code, detail, extra);
-  const extensions: Record<string, unknown> = { code, requestId: reply.request.id };
+  const extensions: Record<string, unknown> = { code };
   if (extra.errorId) extensions.errorId = extra.errorId;
   reply.headers(errorHeaders(code));
   return sendGraphQLErrors(reply, ERROR_HTTP[code].status, [{ message: detail, extensions }]);

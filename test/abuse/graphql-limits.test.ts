@@ -84,7 +84,7 @@ describe('GraphQL operation limits', () => {
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.body.data).toBeUndefined();
       expect(res.body.errors).toHaveLength(1);
-      expect(res.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit, max, ...(found === undefined ? {} : { found }) });
+      expect(res.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit, max, ...(found === undefined ? {} : { found }), requestId: expect.stringMatching(/^req_/) });
       expect(res.body.errors[0].message).toMatch(new RegExp(`limit of ${max} exceeded`, 'i'));
       expect(sql).toEqual([]);
     });
@@ -154,7 +154,7 @@ describe('GraphQL operation limits', () => {
     it('refuses a list variable of 101 items (400, limit "list") and passes one of 100 on to the service', async () => {
       const over = await graphql(t.url, user.token, create, { slug, input: { url: 'http://hooks.example.com/x', events: events(101) } });
       expect(over.status).toBe(400);
-      expect(over.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit: 'list', max: 100, found: 101 });
+      expect(over.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit: 'list', max: 100, found: 101, requestId: expect.stringMatching(/^req_/) });
       expect(over.body.errors[0].message).toContain('$input.events');
       // 100 items pass the limit; the plain-http URL is what the service refuses.
       const at = await graphql(t.url, user.token, create, { slug, input: { url: 'http://hooks.example.com/x', events: events(100) } });

@@ -115,7 +115,7 @@ describe('refused operations cost nothing downstream (default limits)', () => {
     expect(res.status).toBe(400);
     expect(res.body.data).toBeUndefined();
     expect(res.body.errors).toHaveLength(1);
-    expect(res.body.errors[0].extensions).toEqual(extensions);
+    expect(res.body.errors[0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
     expect(res.body.errors[0].message).toMatch(message);
     expect(sql).toEqual([]);
     expect(tokenLookups).toBe(0);
@@ -125,7 +125,7 @@ describe('refused operations cost nothing downstream (default limits)', () => {
     const { result: ws, sql, tokenLookups } = await downstreamOf(() => runWs(client, query(), variables()));
     expect(ws.data).toBeUndefined();
     expect(ws.errors).toHaveLength(1);
-    expect(ws.errors![0].extensions).toEqual(extensions);
+    expect(ws.errors![0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
     expect(ws.errors![0].message).toMatch(message);
     expect(sql).toEqual([]);
     expect(tokenLookups).toBe(0);

@@ -42,7 +42,7 @@ describe('concurrent operations per graphql-ws connection', () => {
       errors: [
         {
           message: `At most ${MAX} operations run at once on one connection; complete one first`,
-          extensions: { code: 'LIMIT_EXCEEDED', limit: 'subscriptions', max: MAX },
+          extensions: { code: 'LIMIT_EXCEEDED', limit: 'subscriptions', max: MAX, requestId: expect.stringMatching(/^req_/) },
         },
       ],
     });

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { QueryFailedError } from 'typeorm';
-import { AppsDocument, CreateApiTokenDocument, DeploymentStatusDocument, ViewerDocument } from '../../src/client/generated';
+import { AppsDocument, CreateApiTokenDocument, DeploymentDocument, DeploymentStatusDocument, ViewerDocument } from '../../src/client/generated';
 import { createLogger } from '../../src/log';
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
@@ -41,6 +41,24 @@ describe('structured logs', () => {
     slug = (await makeApp(t.url, owner)).slug;
   });
   afterAll(() => t.stop());
+
+  it('every GraphQL error names its request, over HTTP and graphql-ws, with the id of its log lines', async () => {
+    const missing = 'dep_00000000000000000000000000';
+    const http = await gql(t.url, owner.token, DeploymentDocument, { id: missing });
+    const requestId = http.errors?.[0]?.extensions?.requestId as string;
+    expect(http.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(requestId).toMatch(REQ_ID);
+    expect(log.lines.filter((l) => l.reqId === requestId).map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
+
+    const client = wsClient(t.url, owner.token);
+    try {
+      const stream = collect(client, DeploymentStatusDocument, { id: missing });
+      await stream.done.catch(() => undefined);
+      expect(stream.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND', requestId: expect.stringMatching(REQ_ID) }) })]);
+    } finally {
+      await client.dispose();
+    }
+  });
 
   it('are one JSON object per line, and every line about a request carries the request id its error body names', async () => {
     const missing = await rest(t.url, owner.token, 'GET', '/deployments/dep_00000000000000000000000000');
