@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../src/config';
 import { rest, startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser, TestUser } from '../support/factories';
+import { checkRestResponse } from '../support/openapi-check';
 import { request } from './helpers';
 
 /** Request bodies and graphql-ws messages of at most 4096 bytes (HATCHERY_BODY_LIMIT_BYTES). */
@@ -67,7 +68,9 @@ describe('body size limits', () => {
       duplex: 'half',
     } as RequestInit);
     expect(res.status).toBe(413);
-    expect(((await res.json()) as { code: string }).code).toBe('payload_too_large');
+    const text = await res.text();
+    checkRestResponse('POST', '/deploy', res.status, res.headers, text, JSON.parse(text));
+    expect((JSON.parse(text) as { code: string }).code).toBe('payload_too_large');
   });
 
   it('GraphQL over HTTP: 413 past the limit, answered at it', async () => {

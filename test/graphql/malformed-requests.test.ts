@@ -1,5 +1,6 @@
 import { makeApp, makeUser, TestUser } from '../support/factories';
 import { startGateway, TestGateway } from '../support/gateway';
+import { checkRestResponse } from '../support/openapi-check';
 
 /**
  * Requests to /graphql that never reach a resolver (malformed JSON, a `__proto__` key, another
@@ -80,6 +81,8 @@ describe('malformed GraphQL requests over HTTP', () => {
     });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await res.json()).toMatchObject({ status: 400, code: 'bad_request' });
+    const text = await res.text();
+    checkRestResponse('POST', `/v1/apps/${slug}/volume`, res.status, res.headers, text, JSON.parse(text));
+    expect(JSON.parse(text)).toMatchObject({ status: 400, code: 'bad_request' });
   });
 });

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { print } from 'graphql';
 import { DeploymentLogsDocument } from '../../src/client/generated';
 import { rest, startGateway, TestGateway } from '../support/gateway';
+import { checkRestResponse } from '../support/openapi-check';
 import { deploy, makeApp, makeUser, settle, TestUser, unique } from '../support/factories';
 import { expectInvalid, expectProblem, RestResponse, UNKNOWN_DEPLOYMENT_ID, writesNothing } from './problem';
 
@@ -236,7 +237,9 @@ describe('REST errors and input handling', () => {
     it('on REST: a problem with an error_id that is in the server log, and no SQL or stack in the body', async () => {
       const res = await withLogLinesGone(async () => {
         const r = await fetch(`${t.url}/deployments/${depId}/logs`, { headers: { authorization: `Bearer ${owner.token}` } });
-        return { status: r.status, headers: r.headers, text: await r.text() };
+        const text = await r.text();
+        checkRestResponse('GET', `/deployments/${depId}/logs`, r.status, r.headers, text, JSON.parse(text));
+        return { status: r.status, headers: r.headers, text };
       });
       expect(res.status).toBe(500);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
