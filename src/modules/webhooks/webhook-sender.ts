@@ -12,6 +12,8 @@ export interface SendResult {
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
+const OUT_OF_TIME = Symbol('out of time');
+
 /**
  * POSTs one signed event (Standard Webhooks headers) over https. Redirects are not followed (a
  * 3xx is a failed attempt); the target is re-checked at connect time; `timeoutMs` bounds it all.
@@ -36,15 +38,21 @@ export class WebhookSender {
     } catch {
       return done(null, 'invalid URL');
     }
-    const refused = await this.guard.refusal(target);
+    // One budget for the whole attempt, the address check's DNS lookup included.
+    const timedOut = `timed out after ${this.opts.timeoutMs} ms`;
+    let timer: NodeJS.Timeout | undefined;
+    const outOfTime = new Promise<typeof OUT_OF_TIME>((resolve) => (timer = setTimeout(() => resolve(OUT_OF_TIME), this.opts.timeoutMs)));
+    const refused = await Promise.race([this.guard.refusal(target), outOfTime]).finally(() => clearTimeout(timer));
+    if (refused === OUT_OF_TIME) return done(null, timedOut);
     if (refused) return done(null, `refused: ${refused}`);
+    const left = Math.max(1, this.opts.timeoutMs - (Date.now() - started));
     const signature = new Signer(secret).sign(messageId, at, payload);
     return new Promise<SendResult>((resolve) => {
       const req = https.request(
         target,
         {
           method: 'POST',
-          timeout: this.opts.timeoutMs,
+          timeout: left,
           lookup: this.guard.lookupFor(target.hostname),
           // An operator's extra CA is trusted next to the public roots, not instead of them.
           ca: this.opts.ca ? [...tls.rootCertificates, this.opts.ca] : undefined,
@@ -68,8 +76,8 @@ export class WebhookSender {
           res.on('error', () => resolve(done(res.statusCode ?? null, null)));
         },
       );
-      const hardStop = setTimeout(() => req.destroy(new Error(`timed out after ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
-      req.on('timeout', () => req.destroy(new Error(`timed out after ${this.opts.timeoutMs} ms`)));
+      const hardStop = setTimeout(() => req.destroy(new Error(timedOut)), left);
+      req.on('timeout', () => req.destroy(new Error(timedOut)));
       req.on('error', (err) => resolve(done(null, err.message)));
       req.on('close', () => clearTimeout(hardStop));
       req.end(payload);
