@@ -95,7 +95,8 @@ describe('the compiled build (the image’s build step and entry point)', () => 
       const onData = (d: Buffer) => {
         output += d.toString('utf8');
         const m = /^Hatchery is listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(output);
-        if (m) resolve(m[1]);
+        // The JSON log line of the same moment may be flushed after the line for people: wait for both.
+        if (m && /"msg":"hatchery listening"/.test(output)) resolve(m[1]);
       };
       proc.stdout!.on('data', onData);
       proc.stderr!.on('data', onData);
