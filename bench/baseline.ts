@@ -65,17 +65,29 @@ export async function startBaselineHttp(pool: Pool): Promise<Server> {
   return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
 }
 
+export interface LogLineMessage {
+  seq: number;
+  timestamp: string;
+  type: string;
+  message: string;
+}
+
 export interface Broadcast extends Server {
-  /** Sends one log line to every subscriber. */
-  send(line: { seq: number; timestamp: string; type: string; message: string }): void;
+  /** Sends one log line to every subscriber (batched: at the next flush). */
+  send(line: LogLineMessage): void;
+  /** Sends the lines not sent yet (batched mode). */
+  flush(): void;
   subscribers(): number;
 }
 
 /**
  * A bare `ws` broadcast speaking just enough graphql-ws (ack, subscribe, next) for the same
- * subscribers to read it: one JSON string per line, written to every socket.
+ * subscribers to read it: one JSON string per message, written to every socket. `field` is the
+ * subscription field the lines come under: `deploymentLogs` sends each line as it comes,
+ * `deploymentLogBatches` the lines of every `flushMs` (at most `maxBatch`) in one message, as
+ * the gateway's log writer does.
  */
-export async function startBaselineWs(): Promise<Broadcast> {
+export async function startBaselineWs(field: 'deploymentLogs' | 'deploymentLogBatches', flushMs = 25, maxBatch = 500): Promise<Broadcast> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   await new Promise<void>((resolve) => wss.once('listening', resolve));
   const subscribed = new Map<WebSocket, string>();
@@ -88,22 +100,38 @@ export async function startBaselineWs(): Promise<Broadcast> {
     });
     ws.on('close', () => subscribed.delete(ws));
   });
+  const broadcast = (data: unknown) => {
+    const byId = new Map<string, string>();
+    for (const [ws, id] of subscribed) {
+      let text = byId.get(id);
+      if (text === undefined) {
+        text = JSON.stringify({ id, type: 'next', payload: { data: { [field]: data } } });
+        byId.set(id, text);
+      }
+      ws.send(text);
+    }
+  };
+  let pending: LogLineMessage[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (pending.length) broadcast(pending);
+    pending = [];
+  };
   return {
     url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/graphql`,
     send(line) {
-      const byId = new Map<string, string>();
-      for (const [ws, id] of subscribed) {
-        let text = byId.get(id);
-        if (text === undefined) {
-          text = JSON.stringify({ id, type: 'next', payload: { data: { deploymentLogs: line } } });
-          byId.set(id, text);
-        }
-        ws.send(text);
-      }
+      if (field === 'deploymentLogs') return broadcast(line);
+      pending.push(line);
+      if (pending.length >= maxBatch) flush();
+      else if (!timer) timer = setTimeout(flush, flushMs);
     },
+    flush,
     subscribers: () => subscribed.size,
     close: () =>
       new Promise<void>((resolve) => {
+        flush();
         for (const ws of wss.clients) ws.terminate();
         wss.close(() => resolve());
       }),

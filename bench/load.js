@@ -103,6 +103,7 @@ async function subscribe() {
   let firstAt = 0;
   let lastAt = 0;
   let delivered = 0;
+  let messages = 0; // next messages carrying counted lines
   let onProgress = () => undefined;
   const failures = [];
   const marker = `"message":"${spec.marker}`;
@@ -121,19 +122,32 @@ async function subscribe() {
             s.seenAny = true;
             if (++ready === spec.subscribers) emit({ event: 'ready' });
           }
-          if (!text.includes(marker)) return;
+          // One line per message (deploymentLogs) or several (deploymentLogBatches): each line
+          // object starts with its seq, then its timestamp, then (after type) its message.
           const now = Date.now();
-          const t = text.indexOf(TS);
-          hist.add(now - Date.parse(text.slice(t + TS.length, t + TS.length + 24)));
-          const q = text.indexOf(SEQ);
-          const seq = parseInt(text.slice(q + SEQ.length, q + SEQ.length + 12), 10);
-          if (seq <= s.lastSeq) s.disorder++;
-          s.lastSeq = seq;
-          s.got++;
-          delivered++;
+          let got = 0;
+          for (let q = text.indexOf(SEQ); q >= 0; ) {
+            const nextQ = text.indexOf(SEQ, q + SEQ.length);
+            const m = text.indexOf(marker, q);
+            if (m < 0 || (nextQ >= 0 && m > nextQ)) {
+              q = nextQ;
+              continue; // a probe line
+            }
+            const seq = parseInt(text.slice(q + SEQ.length, q + SEQ.length + 12), 10);
+            const t = text.indexOf(TS, q);
+            hist.add(now - Date.parse(text.slice(t + TS.length, t + TS.length + 24)));
+            if (seq <= s.lastSeq) s.disorder++;
+            s.lastSeq = seq;
+            got++;
+            q = nextQ;
+          }
+          if (got === 0) return;
+          messages++;
+          s.got += got;
+          delivered += got;
           if (!firstAt) firstAt = now;
           lastAt = now;
-          if (s.got === expected) {
+          if (s.got >= expected && s.got - got < expected) {
             complete++;
             onProgress();
           }
@@ -190,6 +204,7 @@ async function subscribe() {
       delivered,
       expectedTotal: expected * subs.length,
       completeSubscribers: subs.filter((s) => s.got === expected).length,
+      messages,
       minPerSubscriber: Math.min(...got),
       maxPerSubscriber: Math.max(...got),
       outOfOrder: subs.reduce((n, s) => n + s.disorder, 0),

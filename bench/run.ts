@@ -36,6 +36,11 @@ function num(name: string, fallback: number): number {
   return n;
 }
 
+function logField(v: string): 'deploymentLogs' | 'deploymentLogBatches' {
+  if (v !== 'deploymentLogs' && v !== 'deploymentLogBatches') throw new Error(`BENCH_LOG_FIELD must be deploymentLogs or deploymentLogBatches, got "${v}"`);
+  return v;
+}
+
 const S = {
   seconds: num('BENCH_SECONDS', 8), // each HTTP measurement
   warmup: num('BENCH_WARMUP_SECONDS', 2),
@@ -49,6 +54,8 @@ const S = {
   cronDeadlineS: num('BENCH_CRON_DEADLINE_SECONDS', 10),
   cronTimeoutS: num('BENCH_CRON_TIMEOUT_SECONDS', 60),
   cronTickMs: num('BENCH_CRON_TICK_MS', 1000),
+  // deploymentLogBatches (several lines per message) or deploymentLogs (one line per message).
+  logField: logField(process.env.BENCH_LOG_FIELD ?? 'deploymentLogBatches'),
   only: new Set((process.env.BENCH_ONLY ?? 'http,nested,ingest,cron,logs').split(',').map((s) => s.trim())),
 };
 
@@ -441,7 +448,7 @@ async function stream(label: string, wsUrl: string, token: string, deploymentId:
     token,
     subscribers: S.subscribers,
     marker: 'bench-',
-    query: 'subscription BenchLogs($id: ID!) { deploymentLogs(id: $id) { seq timestamp type message } }',
+    query: `subscription BenchLogs($id: ID!) { ${S.logField}(id: $id) { seq timestamp type message } }`,
     variables: { id: deploymentId },
   });
   try {
@@ -474,10 +481,10 @@ async function stream(label: string, wsUrl: string, token: string, deploymentId:
 const ms = (v: number | null) => (v === null ? `> ${S.drainMs} ms (undelivered)` : `${v} ms`);
 
 async function logsPhase(gateway: Gateway, seedData: Seed) {
-  log(`Live logs: ${S.logRate} lines/s for ${S.logSeconds} s to ${S.subscribers} graphql-ws subscribers`);
+  log(`Live logs: ${S.logRate} lines/s for ${S.logSeconds} s to ${S.subscribers} graphql-ws subscribers of ${S.logField}`);
   const line = (i: number, probe: boolean) => (probe ? `probe-${i}` : `bench-${i} GET /api/items/${i} 200 4ms`);
   // The baseline first: whatever backlog the gateway is left with cannot slow it down.
-  const bare = await startBaselineWs();
+  const bare = await startBaselineWs(S.logField);
   let seq = 0;
   let base: StreamReport & { rate: number };
   try {
@@ -487,7 +494,7 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
       seedData.token,
       seedData.liveLogDeployment,
       (i, probe) => bare.send({ seq: ++seq, timestamp: new Date().toISOString(), type: 'RUNTIME', message: line(i, probe) }),
-      async () => undefined,
+      async () => bare.flush(),
     );
   } finally {
     await bare.close();
@@ -533,7 +540,7 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
   });
   const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / (r.deliverySpanMs as number)) * 1000 : 0);
   rows.push({
-    measure: 'Live logs: messages/s delivered (all subscribers)',
+    measure: 'Live logs: lines/s delivered (all subscribers)',
     gateway: Math.round(perSecond(gw)),
     baseline: Math.round(perSecond(base)),
     ratio: perSecond(gw) / perSecond(base),

@@ -172,7 +172,11 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         keepAliveMs: config.keepAliveMs,
         billing: services.billing,
         selfUrl: () => url,
-        ready: async () => (await db.query('SELECT 1')).length === 1,
+        ready: {
+          database: async () => (await db.query('SELECT 1')).length === 1,
+          events: () => bus.connected,
+          jobs: () => (config.jobs ? (jobs?.healthy ?? false) : null),
+        },
         metrics,
         limits: {
           bodyLimitBytes: config.bodyLimitBytes,

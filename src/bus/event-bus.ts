@@ -28,6 +28,11 @@ export interface BusTransport {
   start(origin: string, receive: (origin: string, events: unknown[]) => void, resumed: () => void): Promise<void>;
   send(origin: string, events: string[]): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Whether it receives the other gateways' events now: false while its connection is lost and
+   * not yet back (or after close). Known locally, without asking the server.
+   */
+  readonly connected: boolean;
 }
 
 const plainJson: TopicCodec = { encode: (v) => v, decode: (d) => d };
@@ -73,6 +78,11 @@ export class EventBus extends EventTarget {
       () => this.resync(),
     );
     this.transport = transport;
+  }
+
+  /** Whether events from the other gateways reach this one now (for /readyz). */
+  get connected(): boolean {
+    return this.transport?.connected ?? false;
   }
 
   /** Expands events of one routing key (the part of the name before `:`) from other gateways. */

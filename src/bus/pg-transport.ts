@@ -55,6 +55,11 @@ export class PgTransport implements BusTransport {
     private readonly opts: PgTransportOptions,
   ) {}
 
+  /** The LISTEN connection is there and listening; false from its loss until a new one listens. */
+  get connected(): boolean {
+    return this.client !== null && !this.closed;
+  }
+
   async start(origin: string, receive: (origin: string, events: unknown[]) => void, resumed: () => void): Promise<void> {
     this.origin = origin;
     this.receive = receive;

@@ -23,6 +23,8 @@ export class RedisTransport implements BusTransport {
   private readonly pub: Redis;
   private readonly sub: Redis;
   private lastErrorAt = 0;
+  /** The subscriber's SUBSCRIBE was answered on its current connection. */
+  private subscribed = false;
 
   constructor(private readonly opts: RedisTransportOptions) {
     // A publish waits for Redis at most COMMAND_TIMEOUT_MS: a Redis that accepts and hangs cannot hold up a send or the stop.
@@ -31,6 +33,12 @@ export class RedisTransport implements BusTransport {
     this.pub = new Redis(opts.url, { ...common, connectionName: `hatchery-events-pub:${opts.channel}` });
     this.sub = new Redis(opts.url, { ...common, connectionName: `hatchery-events-sub:${opts.channel}` });
     for (const conn of [this.pub, this.sub]) conn.on('error', (err) => this.report(err));
+    this.sub.on('close', () => (this.subscribed = false));
+  }
+
+  /** Both connections are up and the channel is subscribed; false while ioredis reconnects. */
+  get connected(): boolean {
+    return this.subscribed && this.sub.status === 'ready' && this.pub.status === 'ready';
   }
 
   async start(origin: string, receive: (origin: string, events: unknown[]) => void, resumed: () => void): Promise<void> {
@@ -57,10 +65,17 @@ export class RedisTransport implements BusTransport {
     } finally {
       clearTimeout(timer);
     }
+    this.subscribed = true;
     // ioredis subscribes again by itself on reconnecting; once this (idempotent) SUBSCRIBE is
     // answered, that one is too.
     this.sub.on('ready', () => {
-      this.sub.subscribe(this.opts.channel).then(resumed, (err) => this.report(err));
+      this.sub.subscribe(this.opts.channel).then(
+        () => {
+          if (this.sub.status === 'ready') this.subscribed = true;
+          resumed();
+        },
+        (err) => this.report(err),
+      );
     });
   }
 
@@ -84,6 +99,7 @@ export class RedisTransport implements BusTransport {
   }
 
   async close(): Promise<void> {
+    this.subscribed = false;
     await Promise.allSettled([this.sub.quit(), this.pub.quit()]);
     this.sub.disconnect();
     this.pub.disconnect();

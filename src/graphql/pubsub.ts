@@ -34,10 +34,13 @@ export function listenNow<K extends keyof Topics>(
   topic: K,
   id: Topics[K][0],
   maxPending = pubsub.maxPending,
+  /** How much of `maxPending` one event takes (a batch of log lines: each line). */
+  weigh: (event: Topics[K][1]) => number = () => 1,
 ): AsyncIterator<Topics[K][1]> & { close(): Promise<void> } {
   type Payload = Topics[K][1];
   const name = `${String(topic)}:${id}`;
   const queue: Payload[] = [];
+  let pending = 0;
   let waiting: ((r: IteratorResult<Payload>) => void) | null = null;
   let closed = false;
   let overflowed = false;
@@ -50,12 +53,14 @@ export function listenNow<K extends keyof Topics>(
       const resolve = waiting;
       waiting = null;
       resolve({ value: detail, done: false });
-    } else if (queue.length >= maxPending) {
+    } else if (pending + weigh(detail) > maxPending) {
       overflowed = true;
       queue.length = 0;
+      pending = 0;
       pubsub.target.removeEventListener(name, listener);
     } else {
       queue.push(detail);
+      pending += weigh(detail);
     }
   };
   pubsub.target.addEventListener(name, listener);
@@ -64,12 +69,17 @@ export function listenNow<K extends keyof Topics>(
     closed = true;
     pubsub.target.removeEventListener(name, listener);
     queue.length = 0;
+    pending = 0;
     waiting?.({ value: undefined, done: true });
     waiting = null;
   };
   return {
     next() {
-      if (queue.length) return Promise.resolve({ value: queue.shift()!, done: false });
+      if (queue.length) {
+        const value = queue.shift()!;
+        pending -= weigh(value);
+        return Promise.resolve({ value, done: false });
+      }
       if (overflowed) return Promise.reject(overflow());
       if (closed) return Promise.resolve({ value: undefined, done: true });
       // A pending next() means an empty queue, so overflow cannot happen while one waits.

@@ -8,6 +8,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { DomainError, ServiceUnavailable } from '../errors';
 import { connectionAuthorization, ContextFactory } from '../graphql/build-context';
+import { sharedSubscribe } from '../graphql/shared-execution';
 import { Context } from '../graphql/context';
 import { ERROR_HTTP, errorHeaders, formatError, knownFailure, logUnexpected } from '../graphql/errors';
 import { Logger, requestScope } from '../log';
@@ -33,11 +34,24 @@ export interface HttpDeps {
   billing: BillingService;
   /** This server's own base URL, once it listens. */
   selfUrl(): string;
-  /** Whether the database answers, for /readyz. */
-  ready(): Promise<boolean>;
+  /** What /readyz reports. */
+  ready: Readiness;
   metrics: Metrics;
   limits: HttpLimits;
 }
+
+/** The parts /readyz checks; only the database is asked, the others say what they already know. */
+export interface Readiness {
+  /** Whether the database answers a query. */
+  database(): Promise<boolean>;
+  /** Whether events from the other gateways reach this one (the event bus is connected). */
+  events(): boolean;
+  /** Whether this gateway's job workers run; null when jobs are off here. */
+  jobs(): boolean | null;
+}
+
+/** /readyz waits this long for the database, then says it is down. */
+const READY_DB_TIMEOUT_MS = 1000;
 
 /** Abuse limits (see config.ts). */
 export interface HttpLimits {
@@ -130,9 +144,24 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   app.setNotFoundHandler((req, reply) => sendProblem(reply, 'NOT_FOUND', `No endpoint ${req.method} ${req.url.split('?')[0]}`));
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  // One database check at a time: probes arriving while PostgreSQL hangs wait on the one in
+  // flight (each at most READY_DB_TIMEOUT_MS) instead of piling up queries.
+  let databaseCheck: Promise<boolean> | null = null;
   app.get('/readyz', async (_req, reply) => {
-    const ok = await deps.ready().catch(() => false);
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'unavailable', database: ok ? 'up' : 'down' });
+    databaseCheck ??= deps.ready
+      .database()
+      .catch(() => false)
+      .finally(() => (databaseCheck = null));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_DB_TIMEOUT_MS)));
+    const database = await Promise.race([databaseCheck, late]).finally(() => clearTimeout(timer));
+    const events = deps.ready.events();
+    const jobs = deps.ready.jobs();
+    const ok = database && events && jobs !== false;
+    const state = (up: boolean) => (up ? 'up' : 'down');
+    return reply
+      .code(ok ? 200 : 503)
+      .send({ status: ok ? 'ok' : 'unavailable', database: state(database), events: state(events), jobs: jobs === null ? 'off' : state(jobs) });
   });
 
   const format = (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, deps.log);
@@ -192,6 +221,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const ws = useServer<Record<string, unknown> | undefined>(
     {
       schema: deps.schema,
+      // One execution per event for every subscriber with the same operation and viewer.
+      subscribe: sharedSubscribe(),
       onConnect: async (ctx) => {
         if (!(await wsLimit.connectAllowed(ctx))) {
           ctx.extra.socket.close(4429, 'Too many requests');

@@ -17,6 +17,8 @@ export class Jobs {
   private readonly boss: PgBoss;
 
   private queues: string[] = [];
+  /** From the end of start() until stop() begins or pg-boss says it stopped. */
+  private running = false;
 
   constructor(
     databaseUrl: string,
@@ -38,6 +40,24 @@ export class Jobs {
     };
     this.boss = new PgBoss(options);
     this.boss.on('error', (err) => this.log.error({ err }, 'job system error'));
+    this.boss.on('stopped', () => (this.running = false));
+  }
+
+  /**
+   * Whether this gateway runs jobs now (for /readyz): pg-boss is started and not stopped, and every
+   * queue has a worker whose last poll of the queue did not fail. Read from pg-boss's own worker
+   * state, without a query.
+   */
+  get healthy(): boolean {
+    if (!this.running) return false;
+    const workers = this.boss.getWipData();
+    return this.queues.every((queue) => {
+      const mine = workers.filter((w) => w.name === queue);
+      return (
+        mine.length > 0 &&
+        mine.every((w) => w.state === 'active' && (w.lastErrorOn === null || (w.lastFetchedOn !== null && w.lastFetchedOn > w.lastErrorOn)))
+      );
+    });
   }
 
   async start(definitions: JobDefinition[]): Promise<void> {
@@ -57,6 +77,7 @@ export class Jobs {
       if (def.cron) await this.boss.schedule(def.name, def.cron);
     }
     this.queues = definitions.map((d) => d.name);
+    this.running = true;
     if (this.metrics) this.metrics.queueDepths = () => this.depths();
   }
 
@@ -79,6 +100,7 @@ export class Jobs {
 
   /** Lets running jobs finish, then stops polling. */
   async stop(timeoutMs: number): Promise<void> {
+    this.running = false;
     if (this.metrics?.queueDepths) this.metrics.queueDepths = null;
     await this.boss.stop({ graceful: true, timeout: timeoutMs });
   }

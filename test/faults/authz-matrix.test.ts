@@ -77,6 +77,7 @@ const gqlFixtures: Record<string, (f: Furnished) => Record<string, unknown>> = {
   'Mutation.revokeApiToken': (f) => ({ id: f.spareTokenId }),
   'Subscription.deploymentStatus': (f) => ({ id: f.deployments[0] }),
   'Subscription.deploymentLogs': (f) => ({ id: f.deployments[0] }),
+  'Subscription.deploymentLogBatches': (f) => ({ id: f.deployments[0] }),
 };
 
 /** CONTRACT.md: collaborators may do everything the owner may, except PATCH resources. */

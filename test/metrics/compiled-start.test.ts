@@ -120,7 +120,7 @@ describe('the compiled build (the image’s build step and entry point)', () => 
     const health = await run(process.execPath, check.slice(1), { env: { ...process.env, PORT: new URL(url).port }, timeout: 20_000 });
     expect(health.code).toBe(0);
     const ready = await fetch(`${url}/readyz`);
-    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ok', database: 'up' }]);
+    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ok', database: 'up', events: 'up', jobs: 'up' }]);
   });
 
   it('serves /openapi.json and the GraphQL explorer (with its assets from node_modules) from the compiled code', async () => {

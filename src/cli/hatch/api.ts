@@ -60,8 +60,8 @@ const RETRYABLE_CLOSE_CODES = new Set([1000, 1001, 1005, 1006, 1011, 1012, 1013,
 const MAX_CONSECUTIVE_FAILURES = 12;
 
 export interface StreamOptions<TData, TItem> {
-  /** The item a `next` payload carries, or null to skip it. */
-  pick(data: TData): TItem | null;
+  /** The item a `next` payload carries (or the items, for a batched stream), or null to skip it. */
+  pick(data: TData): TItem | readonly TItem[] | null;
   /** Items at or below the last one seen are dropped: what makes a resumed stream exact. */
   seq?(item: TItem): number;
   onItem(item: TItem): void;
@@ -156,15 +156,17 @@ export class HatchApi {
               next: (value) => {
                 if (value.errors?.length) return reject(new ApiError(toServerErrors(value.errors)));
                 if (!value.data) return;
-                const item = opts.pick(value.data as TData);
-                if (item === null) return;
-                if (opts.seq) {
-                  const seq = opts.seq(item);
-                  if (seq <= lastSeq) return;
-                  lastSeq = seq;
+                const picked = opts.pick(value.data as TData);
+                if (picked === null) return;
+                for (const item of Array.isArray(picked) ? (picked as readonly TItem[]) : [picked as TItem]) {
+                  if (opts.seq) {
+                    const seq = opts.seq(item);
+                    if (seq <= lastSeq) continue;
+                    lastSeq = seq;
+                  }
+                  opts.onItem(item);
+                  if (opts.until?.(item)) return resolve();
                 }
-                opts.onItem(item);
-                if (opts.until?.(item)) resolve();
               },
               error: reject,
               complete: resolve,

@@ -97,6 +97,23 @@ export class DeploymentsResolver {
     return d;
   }
 
+  @Subscription(() => [LogLine], {
+    description:
+      'The stream of `deploymentLogs`, several lines per message: the lines stored together (up to 500 at a time), for following busy logs. Same arguments, order and guarantees.',
+    subscribe: ({ args, context }) => {
+      const a = args as LogStreamArgs;
+      return (context as Context).services.deployments.watchLogBatches(context as Context, a.id, a.type ?? null, a.since ?? null);
+    },
+  })
+  deploymentLogBatches(
+    @Root() lines: LogLine[],
+    @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string,
+    @Arg('type', () => LogType, { nullable: true, description: 'Only lines of this type.' }) _type?: LogType,
+    @Arg('since', () => Date, { nullable: true, description: 'Only lines written after this moment.' }) _since?: Date,
+  ): LogLine[] {
+    return lines;
+  }
+
   @Subscription(() => LogLine, {
     description:
       'Stored lines after `since` (all when omitted), then live lines, with none lost or repeated. A BUILD stream completes when the build ends; every stream completes when the deployment is deleted.',

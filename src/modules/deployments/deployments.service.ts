@@ -373,31 +373,47 @@ export class DeploymentsService {
   }
 
   /**
-   * Stored lines after `since`, then live ones. We listen before reading storage and drop live
-   * lines at or below the last replayed sequence, so nothing is lost or repeated at the seam.
-   * A BUILD stream ends with the build: every build line is stored before the status changes.
+   * Stored lines after `since`, then live ones, one line at a time (see `watchLogBatches`).
    */
   async watchLogs(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
+    const batches = await this.watchLogBatches(ctx, id, type, since);
+    const lines = (async function* () {
+      for await (const batch of batches) yield* batch;
+    })();
+    return endWithConsumer(lines, { close: async () => void (await batches.return?.()) });
+  }
+
+  /**
+   * Stored lines after `since`, then live ones, in batches: a page of storage, or the lines stored
+   * together by one flush. We listen before reading storage and drop live lines at or below the
+   * last replayed sequence, so nothing is lost or repeated at the seam. A BUILD stream ends with
+   * the build: every build line is stored before the status changes. A live batch that nothing
+   * filters out is yielded as the very array every subscriber got, so their executions can be
+   * shared (see `sharedExecution`).
+   */
+  async watchLogBatches(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
     await this.get(ctx, id);
-    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id);
+    // A subscriber may fall behind by so many lines, however they are batched.
+    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, (e) => (e.kind === 'lines' ? e.lines.length : 1));
     const repo = this.ds.getRepository(Deployment);
     const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
+    const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
     const stream = (async function* () {
       try {
         const deployment = await repo.findOneBy({ id });
         if (!deployment) return;
         const buildOver = deployment.status !== DeploymentStatus.BUILDING;
         let lastSeq = 0;
-        /** Stored lines after the last one streamed and before `before`. */
+        /** Stored lines after the last one streamed and before `before`, a page per batch. */
         const stored = async function* (before = Infinity) {
           for (let more = true; more; ) {
-            const batch = await read(lastSeq);
-            more = batch.length === REPLAY_BATCH;
-            for (const line of batch) {
-              if (line.seq >= before) return;
-              lastSeq = line.seq;
-              yield line;
-            }
+            const page = await read(lastSeq);
+            more = page.length === REPLAY_BATCH;
+            const kept = page.filter((line) => line.seq < before);
+            if (kept.length < page.length) more = false;
+            if (kept.length === 0) return;
+            lastSeq = kept[kept.length - 1].seq;
+            yield kept;
           }
         };
         yield* stored();
@@ -416,16 +432,18 @@ export class DeploymentsService {
             if (type === LogType.BUILD && value.deployment.status !== DeploymentStatus.BUILDING) return;
             continue;
           }
-          // The lines themselves come as `log` events, on every gateway with subscribers.
+          // The lines themselves come as `lines` events, on every gateway with subscribers.
           if (value.kind === 'stored') continue;
-          const line = value.line;
-          if (line.seq <= lastSeq) continue;
+          const lines = value.lines;
+          const first = lines.findIndex((line) => line.seq > lastSeq);
+          if (first < 0) continue;
           // Lines missed on the way from another gateway (overtaken, or sent while this one's bus
           // was reconnecting) are stored already: their writer stores before it publishes.
-          if (line.seq > lastSeq + 1) yield* stored(line.seq);
-          lastSeq = line.seq;
-          if ((type && line.type !== type) || (since && line.timestamp <= since)) continue;
-          yield line;
+          if (lines[first].seq > lastSeq + 1) yield* stored(lines[first].seq);
+          const fresh = first === 0 ? lines : lines.slice(first);
+          lastSeq = fresh[fresh.length - 1].seq;
+          const kept = fresh.every(wanted) ? fresh : fresh.filter(wanted);
+          if (kept.length) yield kept;
         }
       } finally {
         await events.close();

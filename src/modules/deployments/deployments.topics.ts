@@ -8,12 +8,15 @@ import { LogLine } from './log-line.entity';
  */
 export type DeploymentEvent =
   | { kind: 'status'; deployment: Deployment }
-  /** A stored line, to this gateway's subscribers only (see `stored`). */
-  | { kind: 'log'; line: LogLine }
+  /**
+   * Lines just stored together (in `seq` order), to this gateway's subscribers only (see
+   * `stored`). One event per deployment per flush: every subscriber gets the same array.
+   */
+  | { kind: 'lines'; lines: LogLine[] }
   /**
    * Lines `after < seq <= upTo` of the deployment were just stored. This, not the lines, is what
    * travels to the other gateways; each one that has subscribers on the deployment reads them
-   * from storage once and hands them on as `log` events (see `expandStoredLines`).
+   * from storage once and hands them on as one `lines` event (see `expandStoredLines`).
    */
   | { kind: 'stored'; after: number; upTo: number }
   | { kind: 'deleted'; id: string }
@@ -43,16 +46,13 @@ const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) :
  */
 export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
   encode(e) {
-    if (e.kind === 'log') return LOCAL_ONLY;
+    if (e.kind === 'lines') return LOCAL_ONLY;
     if (e.kind !== 'status') return e;
     const { envSealed: _sealed, app: _app, ...deployment } = e.deployment;
     return { kind: 'status', deployment };
   },
   decode(data) {
     const e = data as DeploymentEvent;
-    if (e.kind === 'log') {
-      return { kind: 'log', line: Object.assign(new LogLine(), e.line, { timestamp: date(e.line.timestamp) }) };
-    }
     if (e.kind === 'status') {
       const d = Object.assign(new Deployment(), e.deployment, { envSealed: null });
       for (const k of DEPLOYMENT_DATES) (d as unknown as Record<string, Date | null>)[k] = date(e.deployment[k]);

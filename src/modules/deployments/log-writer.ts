@@ -21,7 +21,7 @@ export function expandStoredLines(ds: DataSource): (eventName: string, value: un
       .where('l.deployment_id = :deploymentId AND l.seq > :after AND l.seq <= :upTo', { deploymentId, after: e.after, upTo: e.upTo })
       .orderBy('l.seq', 'ASC')
       .getMany();
-    return lines.map((line) => ({ kind: 'log', line }));
+    return lines.length ? [{ kind: 'lines', lines }] : [];
   };
 }
 
@@ -100,15 +100,18 @@ export class LogWriter {
     if (batch.length === 0) return;
     const published = await this.store(batch);
     for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
-    const ranges = new Map<string, { after: number; upTo: number }>();
+    const byDeployment = new Map<string, LogLine[]>();
     for (const line of published) {
-      this.pubsub.publish('DEPLOYMENT', line.deploymentId, { kind: 'log', line });
-      const r = ranges.get(line.deploymentId);
-      if (!r) ranges.set(line.deploymentId, { after: line.seq - 1, upTo: line.seq });
-      else r.upTo = line.seq;
+      const lines = byDeployment.get(line.deploymentId);
+      if (lines) lines.push(line);
+      else byDeployment.set(line.deploymentId, [line]);
     }
-    // The other gateways get one small event per deployment, not the lines (see DeploymentEvent).
-    for (const [deploymentId, { after, upTo }] of ranges) this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after, upTo });
+    for (const [deploymentId, lines] of byDeployment) {
+      // This gateway's subscribers get the lines, one event for all of them; the other gateways
+      // one small event naming what was stored (see DeploymentEvent).
+      this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'lines', lines });
+      this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after: lines[0].seq - 1, upTo: lines[lines.length - 1].seq });
+    }
   }
 
   /**

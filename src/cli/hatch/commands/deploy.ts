@@ -3,7 +3,7 @@ import {
   DeploymentDocument,
   DeploymentLogsDocument,
   DeploymentLogsQuery,
-  DeploymentLogStreamDocument,
+  DeploymentLogBatchStreamDocument,
   DeploymentsDocument,
   DeploymentStatus,
   DeploymentStatusDocument,
@@ -86,10 +86,10 @@ export const deployCommands: Command[] = [
       let final: DeploymentStatusSubscription['deploymentStatus'] | null = null;
       try {
         await api.stream(
-          DeploymentLogStreamDocument,
+          DeploymentLogBatchStreamDocument,
           { id: d.id, type: 'BUILD' },
           {
-            pick: (data) => data.deploymentLogs,
+            pick: (data) => data.deploymentLogBatches,
             seq: (l) => l.seq,
             onItem: (l) => {
               spinner.print(human, l.message);
@@ -168,8 +168,8 @@ export const deployCommands: Command[] = [
       const api = ctx.api();
       const vars = { id, type: logType(str(options, 'type')), since: since(str(options, 'since')) };
       if (options.follow) {
-        await api.stream(DeploymentLogStreamDocument, vars, {
-          pick: (data) => data.deploymentLogs,
+        await api.stream(DeploymentLogBatchStreamDocument, vars, {
+          pick: (data) => data.deploymentLogBatches,
           seq: (l) => l.seq,
           onItem: (l) => ctx.out(formatLine(ctx, l) + '\n'),
           onNotice: notice(ctx),
