@@ -33,7 +33,7 @@ describe('sharedSubscribe', () => {
         ticks: {
           type: Tick,
           args: { fail: { type: GraphQLString } },
-          resolve: (tick: object) => tick,
+          resolve: (tick: unknown) => tick,
           subscribe: (_root: unknown, args: { fail?: string }) => {
             if (args.fail) throw new Error(args.fail);
             const queue: object[] = [];
