@@ -23,6 +23,7 @@ import { registerExplorer } from './explorer';
 import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { routes } from '../rest/routes';
 import { quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
+import { sharedPayloads } from './ws-payloads';
 import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
 
@@ -211,6 +212,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
   const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
+  const payloads = sharedPayloads(wss);
   const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
   // Over graphql-ws the connection's id names the request: in masked errors and on their log lines.
@@ -247,8 +249,10 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
         // The caller authenticated at connect, with fresh loaders per operation.
         return deps.buildContext.renew(contexts.get(ctx.extra)!);
       },
-      onNext: (ctx, _id, _payload, _args, result) =>
-        result.errors ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) } : result,
+      onNext: (ctx, id, _payload, _args, result) =>
+        result.errors
+          ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) }
+          : payloads.next(ctx.extra.socket, id, result),
       onError: (ctx, _id, _payload, errors) => errors.map((e) => formatWs(ctx, e.toJSON(), e)),
       onOperation: wsMetrics.onOperation,
       onComplete: wsMetrics.onComplete,
