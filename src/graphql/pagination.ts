@@ -3,7 +3,7 @@ import { SelectQueryBuilder } from 'typeorm';
 import { ValidationFailed } from '../errors';
 import { IdPrefix, isId } from '../ids';
 
-@ObjectType({ description: 'Relay page information.' })
+@ObjectType({ simpleResolvers: true, description: 'Relay page information.' })
 export class PageInfo {
   @Field(() => Boolean, { description: 'Whether more items follow this page.' })
   hasNextPage: boolean;
@@ -31,7 +31,7 @@ export interface Page<T> {
 
 /** Builds the `XConnection` and `XEdge` object types for a node type. */
 export function Connection<T extends object>(node: ClassType<T>, name: string) {
-  @ObjectType(`${name}Edge`, { description: `An edge in a ${name} connection.` })
+  @ObjectType(`${name}Edge`, { simpleResolvers: true, description: `An edge in a ${name} connection.` })
   class EdgeType {
     @Field(() => node, { description: 'The item.' })
     node: T;
@@ -40,7 +40,7 @@ export function Connection<T extends object>(node: ClassType<T>, name: string) {
     cursor: string;
   }
 
-  @ObjectType(`${name}Connection`, { description: `A page of ${name} items.` })
+  @ObjectType(`${name}Connection`, { simpleResolvers: true, description: `A page of ${name} items.` })
   class ConnectionType {
     @Field(() => [EdgeType], { description: 'The items with their cursors.' })
     edges: EdgeType[];

@@ -6,7 +6,7 @@ import { User } from './user.entity';
 
 const ApiTokenConnection = Connection(ApiToken, 'ApiToken');
 
-@ObjectType({ description: 'A new API token. `token` is shown only here.' })
+@ObjectType({ simpleResolvers: true, description: 'A new API token. `token` is shown only here.' })
 class CreatedApiToken {
   @Field(() => String, { description: 'The bearer token, `hatch_…`. Store it now: it cannot be shown again.' })
   token: string;

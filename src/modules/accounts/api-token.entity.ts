@@ -2,7 +2,7 @@ import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, PrimaryColumn, ManyToOne } from 'typeorm';
 import { User } from './user.entity';
 
-@ObjectType({ description: 'An API token. The secret itself is shown once, at creation; only its hash is stored.' })
+@ObjectType({ simpleResolvers: true, description: 'An API token. The secret itself is shown once, at creation; only its hash is stored.' })
 @Entity('api_tokens')
 @Index(['userId'])
 export class ApiToken {

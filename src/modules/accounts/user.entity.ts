@@ -1,7 +1,7 @@
 import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-@ObjectType({ description: 'An account. Owns eggs and API tokens.' })
+@ObjectType({ simpleResolvers: true, description: 'An account. Owns eggs and API tokens.' })
 @Entity('users')
 export class User {
   @Field(() => ID, { description: 'Account id, `usr_…`.' })

@@ -8,7 +8,7 @@ export enum Tier {
 }
 registerEnumType(Tier, { name: 'Tier', description: 'The plan an egg runs on; sets its resource caps.' });
 
-@ObjectType({ description: 'An egg: an app on the platform, addressed by its slug.' })
+@ObjectType({ simpleResolvers: true, description: 'An egg: an app on the platform, addressed by its slug.' })
 @Entity('apps')
 export class App {
   @Field(() => ID, { description: 'Egg id, `app_…`.' })

@@ -2,7 +2,7 @@ import { Ctx, Field, Mutation, ObjectType, Resolver } from 'type-graphql';
 import { Context } from '../../graphql/context';
 import { CheckoutView } from './billing.service';
 
-@ObjectType({ description: 'A hosted payment session for a 1,000-minute energy pack.' })
+@ObjectType({ simpleResolvers: true, description: 'A hosted payment session for a 1,000-minute energy pack.' })
 class EnergyPackCheckout implements CheckoutView {
   @Field(() => String, { description: 'Checkout session id, `chk_…`.' })
   sessionId: string;

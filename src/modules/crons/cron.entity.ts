@@ -13,7 +13,7 @@ registerEnumType(CronRunStatus, {
   description: 'RUNNING, then SUCCESS (exit code 0) or FAILED; SKIPPED_DEPLETED when the owner’s energy was depleted at the due time.',
 });
 
-@ObjectType({ description: 'A scheduled task of an egg.' })
+@ObjectType({ simpleResolvers: true, description: 'A scheduled task of an egg.' })
 @Entity('crons')
 export class Cron {
   @Field(() => ID, { description: 'Cron id, `cron_…`.' })
@@ -52,7 +52,7 @@ export class Cron {
   updatedAt: Date;
 }
 
-@ObjectType({ description: 'One run of a cron.' })
+@ObjectType({ simpleResolvers: true, description: 'One run of a cron.' })
 @Entity('cron_runs')
 // One scheduled run per due time across all gateways; run-now runs stand apart.
 @Index(['cronId', 'scheduledAt'], { unique: true, where: 'NOT manual' })

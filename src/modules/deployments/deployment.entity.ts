@@ -12,7 +12,7 @@ registerEnumType(DeploymentStatus, {
   description: 'Lifecycle of a deployment: BUILDING, then LIVE or FAILED.',
 });
 
-@ObjectType({ description: 'One build and release of an egg.' })
+@ObjectType({ simpleResolvers: true, description: 'One build and release of an egg.' })
 @Entity('deployments')
 @Index(['appId', 'id'])
 export class Deployment {

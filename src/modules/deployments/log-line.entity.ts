@@ -8,7 +8,7 @@ export enum LogType {
 }
 registerEnumType(LogType, { name: 'LogType', description: 'BUILD lines come from the build, RUNTIME lines from the running egg.' });
 
-@ObjectType({ description: 'One line of a deployment log.' })
+@ObjectType({ simpleResolvers: true, description: 'One line of a deployment log.' })
 @Entity('log_lines')
 export class LogLine {
   @PrimaryColumn('text')

@@ -58,7 +58,7 @@ export class EnergyAccount {
   weeklyResetAt: Date;
 }
 
-@ObjectType({ description: 'One change of an energy bucket.' })
+@ObjectType({ simpleResolvers: true, description: 'One change of an energy bucket.' })
 @Entity('energy_ledger')
 @Index(['userId', 'id'])
 export class EnergyLedgerEntry {

@@ -6,7 +6,7 @@ import { EnergyBalance } from './energy.service';
 
 const EnergyLedgerConnection = Connection(EnergyLedgerEntry, 'EnergyLedgerEntry');
 
-@ObjectType({ description: 'The caller’s energy budget in minutes. Consumed daily, then weekly, then bonus, then pack.' })
+@ObjectType({ simpleResolvers: true, description: 'The caller’s energy budget in minutes. Consumed daily, then weekly, then bonus, then pack.' })
 class Energy implements EnergyBalance {
   @Field(() => Int, { description: 'Minutes left today; refilled to the allowance at 00:00 UTC.' })
   daily: number;

@@ -16,7 +16,7 @@ export enum PreviewResourceKind {
 }
 registerEnumType(PreviewResourceKind, { name: 'PreviewResourceKind', description: 'What a preview owns: routes, a database, addons.' });
 
-@ObjectType({ description: 'A preview environment of an egg for one pull request.' })
+@ObjectType({ simpleResolvers: true, description: 'A preview environment of an egg for one pull request.' })
 @Entity('previews')
 @Unique(['appId', 'prNumber'])
 export class Preview {
@@ -67,7 +67,7 @@ export class Preview {
   updatedAt: Date;
 }
 
-@ObjectType({ description: 'A route, database or addon a preview owns; removed with it.' })
+@ObjectType({ simpleResolvers: true, description: 'A route, database or addon a preview owns; removed with it.' })
 @Entity('preview_resources')
 export class PreviewResource {
   @PrimaryColumn('text')

@@ -7,7 +7,7 @@ export class UpsertPreviewInput {
   prNumber: number;
 }
 
-@ObjectType({ description: 'The outcome of upsertPreview.' })
+@ObjectType({ simpleResolvers: true, description: 'The outcome of upsertPreview.' })
 export class PreviewChange {
   @Field(() => Boolean, { description: 'True when the preview was created now; false when an existing one was redeployed.' })
   created: boolean;

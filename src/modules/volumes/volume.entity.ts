@@ -14,7 +14,7 @@ registerEnumType(VolumeStatus, {
 export const VOLUME_MOUNT = '/data';
 export const VOLUME_GRACE_MS = 7 * 24 * 3600 * 1000;
 
-@ObjectType({ description: 'The persistent volume of an egg, mounted at /data.' })
+@ObjectType({ simpleResolvers: true, description: 'The persistent volume of an egg, mounted at /data.' })
 @Entity('volumes')
 export class Volume {
   /** One volume per egg. */

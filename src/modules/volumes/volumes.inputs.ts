@@ -7,7 +7,7 @@ export class ProvisionVolumeInput {
   sizeMb: number;
 }
 
-@ObjectType({ description: 'The outcome of provisionVolume.' })
+@ObjectType({ simpleResolvers: true, description: 'The outcome of provisionVolume.' })
 export class VolumeChange {
   @Field(() => Boolean, { description: 'True when the volume was provisioned now; false when it was resized or restored.' })
   created: boolean;

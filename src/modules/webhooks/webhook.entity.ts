@@ -14,7 +14,7 @@ registerEnumType(DeliveryStatus, {
   description: 'PENDING until a 2xx answer (SUCCEEDED) or until the retries run out or the target is gone (FAILED).',
 });
 
-@ObjectType({ description: 'A URL that receives signed events of an egg. Its signing secret is shown only at creation.' })
+@ObjectType({ simpleResolvers: true, description: 'A URL that receives signed events of an egg. Its signing secret is shown only at creation.' })
 @Entity('webhooks')
 export class Webhook {
   @Field(() => ID, { description: 'Webhook id, `wh_…`.' })
@@ -57,7 +57,7 @@ export class Webhook {
   createdAt: Date;
 }
 
-@ObjectType({ description: 'One event sent (or being sent) to a webhook, with its attempts.' })
+@ObjectType({ simpleResolvers: true, description: 'One event sent (or being sent) to a webhook, with its attempts.' })
 @Entity('webhook_deliveries')
 @Index(['webhookId', 'id'])
 export class WebhookDelivery {

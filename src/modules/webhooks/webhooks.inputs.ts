@@ -10,7 +10,7 @@ export class CreateWebhookInput {
   events: string[];
 }
 
-@ObjectType({ description: 'A new webhook with its signing secret, shown only here.' })
+@ObjectType({ simpleResolvers: true, description: 'A new webhook with its signing secret, shown only here.' })
 export class CreatedWebhook {
   @Field(() => Webhook, { description: 'The webhook.' })
   webhook: Webhook;
@@ -19,7 +19,7 @@ export class CreatedWebhook {
   secret: string;
 }
 
-@ObjectType({ description: 'The answer to a test ping.' })
+@ObjectType({ simpleResolvers: true, description: 'The answer to a test ping.' })
 export class WebhookTestResult {
   @Field(() => String, { description: 'The ping’s delivery id.' })
   deliveryId: string;
