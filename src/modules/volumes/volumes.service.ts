@@ -58,12 +58,13 @@ export class VolumesService {
   /** Without `now`: detaches it and erases it after the grace period. With: erases it at once (null). */
   async delete(ctx: Context, slug: string, now: boolean): Promise<Volume | null> {
     const app = await this.apps.getVisible(ctx, slug);
-    const erased = await inTransaction(this.ds, async (tx, afterCommit) => {
+    const erased = await inTransaction(this.ds, async (tx) => {
       const volume = await tx.findOne(Volume, { where: { appId: app.id }, lock: { mode: 'pessimistic_write' } });
       if (!volume) throw new NotFound('Volume of egg', slug);
       if (now) {
+        // Erased before the row goes: if the runtime fails, the volume is still there to retry.
+        await this.runtime.eraseVolume(app.slug);
         await tx.delete(Volume, { appId: app.id });
-        afterCommit(() => this.runtime.eraseVolume(app.slug));
         return null;
       }
       if (volume.status === VolumeStatus.ACTIVE) {
@@ -76,20 +77,45 @@ export class VolumesService {
     return erased;
   }
 
-  /** Erases every volume whose grace period is over; returns how many. Run by a job. */
+  /**
+   * Erases every volume whose grace period is over; returns how many. Run by a job, on any number
+   * of gateways at once. Each volume is erased and its row deleted in one transaction, the row
+   * locked meanwhile: the row goes only once the data is gone, so an erasure that fails (or a
+   * gateway that dies mid-erasure) leaves the volume due for the next run, and two gateways never
+   * erase the same volume. After a failure the others are still erased; then the run fails.
+   */
   async eraseExpired(): Promise<number> {
-    const erased = await inTransaction(this.ds, async (tx, afterCommit) => {
-      const [rows]: [Array<{ slug: string }>] = await tx.query(
-        `DELETE FROM volumes v USING apps a
-          WHERE a.id = v.app_id AND v.status = $1 AND v.erase_at <= $2
-          RETURNING a.slug`,
-        [VolumeStatus.GRACE_DELETING, this.clock.now()],
-      );
-      afterCommit(async () => {
-        for (const { slug } of rows) await this.runtime.eraseVolume(slug);
+    let erased = 0;
+    const failed: string[] = [];
+    let firstError: unknown = null;
+    for (;;) {
+      const outcome = await inTransaction(this.ds, async (tx) => {
+        const [due]: Array<{ app_id: string; slug: string }> = await tx.query(
+          `SELECT v.app_id, a.slug FROM volumes v JOIN apps a ON a.id = v.app_id
+            WHERE v.status = $1 AND v.erase_at <= $2 AND NOT (v.app_id = ANY($3::text[]))
+            ORDER BY v.erase_at, v.app_id LIMIT 1
+            FOR UPDATE OF v SKIP LOCKED`,
+          [VolumeStatus.GRACE_DELETING, this.clock.now(), failed],
+        );
+        if (!due) return null;
+        try {
+          await this.runtime.eraseVolume(due.slug);
+        } catch (err) {
+          return { failed: due.app_id, err };
+        }
+        await tx.query('DELETE FROM volumes WHERE app_id = $1', [due.app_id]);
+        return { failed: null, err: null };
       });
-      return rows.length;
-    });
+      if (!outcome) break;
+      if (outcome.failed === null) erased++;
+      else {
+        failed.push(outcome.failed);
+        firstError ??= outcome.err;
+      }
+    }
+    if (firstError) {
+      throw new Error(`${failed.length} volume(s) could not be erased (${erased} were); they stay due for the next run`, { cause: firstError });
+    }
     return erased;
   }
 
