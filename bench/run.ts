@@ -691,7 +691,7 @@ async function main() {
       HATCHERY_RATE_LIMIT_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
-    gateway = buildApp(config, { logger, db: { onQuery: () => void (counter.on && counter.n++) } });
+    gateway = buildApp(config, { logger, db: { onQuery: (sql) => { if (!counter.on) return; counter.n++; if (process.env.BENCH_PRINT_SQL) log(`  SQL: ${sql.replace(/\s+/g, ' ')}`); } } });
     const url = await gateway.start(0);
     pool = new Pool({ connectionString: db.url, max: 10 });
     log(`gateway: ${url}; PostgreSQL ${await pgVersion(pool)}; ${machine().nproc} cores; node ${process.version}`);

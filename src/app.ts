@@ -170,6 +170,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         buildContext: contextFactory({ services, ds, clock }),
         log,
         keepAliveMs: config.keepAliveMs,
+        shutdownGraceMs: config.shutdownGraceMs,
         billing: services.billing,
         selfUrl: () => url,
         ready: {

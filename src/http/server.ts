@@ -39,6 +39,8 @@ export interface HttpDeps {
   ready: Readiness;
   metrics: Metrics;
   limits: HttpLimits;
+  /** How long close() lets in-flight requests finish before it cuts their connections. */
+  shutdownGraceMs: number;
 }
 
 /** The parts /readyz checks; only the database is asked, the others say what they already know. */
@@ -266,7 +268,15 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     app,
     async close() {
       await ws.dispose();
-      await app.close();
+      // In-flight requests get the grace period. Then every connection left is cut: a request
+      // still running, or a connection opened with no request on it yet (a client's spare one),
+      // which Node does not count as idle and would otherwise hold the close for minutes.
+      const cut = setTimeout(() => app.server.closeAllConnections(), deps.shutdownGraceMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(cut);
+      }
       await limiter.close();
     },
   };
