@@ -52,6 +52,7 @@ async function http() {
     non2xx: r.non2xx,
     errors: r.errors,
     timeouts: r.timeouts,
+    statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats || {}).map(([code, v]) => [code, v.count])),
   });
 }
 

@@ -56,7 +56,7 @@ const S = {
   cronTickMs: num('BENCH_CRON_TICK_MS', 1000),
   // deploymentLogBatches (several lines per message) or deploymentLogs (one line per message).
   logField: logField(process.env.BENCH_LOG_FIELD ?? 'deploymentLogBatches'),
-  only: new Set((process.env.BENCH_ONLY ?? 'http,nested,ingest,cron,logs').split(',').map((s) => s.trim())),
+  only: new Set((process.env.BENCH_ONLY ?? 'http,nested,refusal,ingest,cron,logs').split(',').map((s) => s.trim())),
 };
 
 const ROOT = path.resolve(__dirname, '..');
@@ -134,13 +134,21 @@ interface HttpResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  statusCodes: Record<string, number>;
 }
 
-async function autocannon(label: string, target: { url: string; method?: string; headers?: Record<string, string>; body?: string }): Promise<HttpResult> {
+async function autocannon(
+  label: string,
+  target: { url: string; method?: string; headers?: Record<string, string>; body?: string },
+  /** Every answer must have this status; by default, any 2xx. */
+  status?: number,
+): Promise<HttpResult> {
   const child = startLoad('http', { ...target, connections: S.connections, duration: S.seconds, warmup: S.warmup });
   try {
     const r = (await child.next('result', (S.seconds + S.warmup + 30) * 1000)) as unknown as HttpResult;
-    if (r.non2xx || r.errors || r.timeouts) throw new Error(`${label}: ${r.non2xx} non-2xx answers, ${r.errors} errors, ${r.timeouts} timeouts`);
+    if (r.errors || r.timeouts) throw new Error(`${label}: ${r.errors} errors, ${r.timeouts} timeouts`);
+    if (status === undefined && r.non2xx) throw new Error(`${label}: ${r.non2xx} non-2xx answers`);
+    if (status !== undefined && r.statusCodes[status] !== r.requests) throw new Error(`${label}: expected every answer to be ${status}, got ${JSON.stringify(r.statusCodes)}`);
     log(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms`);
     return r;
   } finally {
@@ -328,6 +336,47 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
     rows.push({ measure: `${name}: throughput (req/s)`, gateway: Math.round(r.rps), baseline: Math.round(baseline.rps), ratio: tput, goal: '≥ 0.5', met: tput >= 0.5 });
     rows.push({ measure: `${name}: p99 latency (ms)`, gateway: r.latency.p99, baseline: +baseline.latency.p99.toFixed(1), ratio: p99, goal: '≤ 2', met: p99 <= 2 });
   }
+}
+
+/** An operation over the alias limit (HATCHERY_GRAPHQL_MAX_ALIASES, 15): refused before it runs. */
+const GQL_REFUSED = `query BenchRefused { ${Array.from({ length: 200 }, (_, i) => `a${i}: viewer { id email }`).join(' ')} }`;
+
+/**
+ * Refusals: an operation over the limits, against the bare baseline's refusal of a request
+ * without a token (no database). Goal: nothing downstream (not even the token lookup); the
+ * speed is reported.
+ */
+async function refusalPhase(gatewayUrl: string, baselineUrl: string, token: string, counter: { n: number; on: boolean }) {
+  log('Refusals: a GraphQL operation over the alias limit');
+  const target = { url: `${gatewayUrl}/graphql`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ query: GQL_REFUSED }) };
+  const first = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
+  const body = (await first.json()) as { errors?: Array<{ extensions?: { code?: string } }> };
+  const code = body.errors?.[0]?.extensions?.code;
+  if (first.status !== 400 || code !== 'BAD_USER_INPUT') throw new Error(`the over-limit operation was not refused: ${first.status} ${JSON.stringify(body).slice(0, 300)}`);
+  counter.on = true;
+  const statements: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const before = counter.n;
+    await (await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body })).text();
+    statements.push(counter.n - before);
+  }
+  counter.on = false;
+  log(`  SQL statements per refused request: ${statements.join(',')}`);
+  const base = await autocannon('baseline (Fastify, 401 without a token)', { url: `${baselineUrl}/deployments` }, 401);
+  const refused = await autocannon('gateway GraphQL over the alias limit', target, 400);
+  raw.refusal = { baseline: base, gateway: refused, statements };
+  rows.push({
+    measure: 'Refused operation (over the alias limit): SQL statements',
+    gateway: Math.max(...statements),
+    baseline: 0,
+    ratio: null,
+    goal: '0 (nothing downstream)',
+    met: Math.max(...statements) === 0,
+  });
+  const tput = refused.rps / base.rps;
+  const p99 = refused.latency.p99 / base.latency.p99;
+  rows.push({ measure: 'Refused operation: throughput (req/s)', gateway: Math.round(refused.rps), baseline: Math.round(base.rps), ratio: tput, goal: '(reported)', met: null });
+  rows.push({ measure: 'Refused operation: p99 latency (ms)', gateway: refused.latency.p99, baseline: base.latency.p99, ratio: base.latency.p99 > 0 ? p99 : null, goal: '(reported)', met: null });
 }
 
 async function statementsPerRequest(url: string, token: string, query: string, first: number, counter: { n: number }): Promise<number[]> {
@@ -701,6 +750,7 @@ async function main() {
 
     if (S.only.has('http')) await httpPhase(url, bh.url, seedData.token);
     if (S.only.has('nested')) await nestedPhase(url, seedData.token, counter);
+    if (S.only.has('refusal')) await refusalPhase(url, bh.url, seedData.token, counter);
     if (S.only.has('ingest')) await ingestPhase(gateway, pool, seedData);
     if (S.only.has('cron')) await cronPhase(gateway, pool);
     if (S.only.has('logs')) await logsPhase(gateway, seedData); // last: it may leave the gateway busy
