@@ -58,19 +58,22 @@ export class AccountsService {
   /** Resolves a bearer token to its user, or null for a missing, unknown, expired or revoked one. */
   async authenticate(token: string | null): Promise<{ user: User; tokenId: string } | null> {
     if (!token || !token.startsWith('hatch_') || token.length > 200) return null;
-    // One statement: findOne with a relation costs TypeORM two (a DISTINCT id query first), on every request.
-    const row = await this.ds
-      .getRepository(ApiToken)
-      .createQueryBuilder('t')
-      .innerJoinAndSelect('t.user', 'user')
-      .where('t.token_hash = :hash AND t.revoked_at IS NULL', { hash: hashToken(token) })
-      .getOne();
+    // Every request runs this: one plain statement, without TypeORM's query building and mapping
+    // (a third of a list request's ORM time in the bench profile).
+    const [row]: Array<{ id: string; expires_at: Date | null; last_used_at: Date | null; user_id: string; email: string; user_created_at: Date }> =
+      await this.ds.query(
+        `SELECT t.id, t.expires_at, t.last_used_at, u.id AS user_id, u.email, u.created_at AS user_created_at
+           FROM api_tokens t JOIN users u ON u.id = t.user_id
+          WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+        [hashToken(token)],
+      );
     const now = this.clock.now();
-    if (!row || !row.user || (row.expiresAt && row.expiresAt <= now)) return null;
-    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
-      await this.ds.getRepository(ApiToken).update({ id: row.id }, { lastUsedAt: now });
+    if (!row || (row.expires_at && row.expires_at <= now)) return null;
+    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_GRANULARITY_MS) {
+      await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [row.id, now]);
     }
-    return { user: row.user, tokenId: row.id };
+    const user = Object.assign(new User(), { id: row.user_id, email: row.email, createdAt: row.user_created_at });
+    return { user, tokenId: row.id };
   }
 
   async createApiToken(ctx: Context, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {
