@@ -9,7 +9,7 @@ import { ERROR_HTTP } from '../../src/graphql/errors';
 import { DateTimeScalar } from '../../src/graphql/scalars';
 import { openStream, LiveStream, runWs } from '../abuse/helpers';
 import { deploy, makeApp, settle } from '../support/factories';
-import { furnish, Furnished, snapshot, VOLATILE } from './helpers';
+import { DatabaseWatch, furnish, Furnished } from './helpers';
 
 /**
  * Property-based fuzzing of the variables of the graphql-ws subscriptions `deploymentLogs(id, type,
@@ -34,9 +34,6 @@ import { furnish, Furnished, snapshot, VOLATILE } from './helpers';
  * fuzz.test.ts.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 50);
-const CI_SEED = 20261121;
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : process.env.CI ? CI_SEED : Date.now() ^ (Math.random() * 0x7fffffff);
-const fcParams = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, seed: SEED, endOnFailure: true });
 
 /** How long one answer may take before the case fails as unanswered (a bound, not a wait). */
 const ANSWER_MS = 10_000;
@@ -214,11 +211,11 @@ let f: Furnished;
 let theirs: { slug: string; deployment: string; cronId: string };
 /** Stored log lines of each of the owner's deployments (the fixture writes no more while it runs). */
 let stored: Record<string, Array<{ type: string; ms: number }>>;
-let baseline: Record<string, string>;
-let baselineRows: Record<string, string[]> = {};
+let watch: DatabaseWatch;
 
 beforeAll(async () => {
   t = await startGateway({ HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid', HATCHERY_WEBHOOK_WORKER: 'off', HATCHERY_SIM_RUNTIME_LOG_MS: '3600000' });
+  watch = new DatabaseWatch(t.gateway.ds);
   f = await furnish(t);
   const app = await makeApp(t.url, f.stranger);
   const dep = await deploy(t.url, f.stranger, app.slug);
@@ -245,40 +242,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => t?.stop());
 
-async function rowsOf(table: string): Promise<string[]> {
-  const rows: Array<{ j: string }> = await t.gateway.ds.query(`SELECT (to_jsonb(r) ${VOLATILE})::text AS j FROM ${table} r ORDER BY 1`);
-  return rows.map((r) => r.j);
-}
-
-async function rebase(): Promise<void> {
-  baseline = await snapshot(t.gateway.ds);
-  baselineRows = {};
-  for (const table of Object.keys(baseline)) baselineRows[table] = await rowsOf(table);
-}
-
-/** The database is as it was; else which rows differ. */
-async function expectUnchanged(what: string): Promise<void> {
-  const now = await snapshot(t.gateway.ds);
-  const changed = Object.keys({ ...now, ...baseline }).filter((k) => now[k] !== baseline[k]);
-  if (!changed.length) return;
-  const diff: string[] = [];
-  for (const table of changed) {
-    const after = await rowsOf(table);
-    const before = baselineRows[table] ?? [];
-    diff.push(`${table}: gone ${JSON.stringify(before.filter((r) => !after.includes(r)))}; new ${JSON.stringify(after.filter((r) => !before.includes(r)))}`);
-  }
-  throw new Error(`${what} changed the database:\n${diff.join('\n')}`.slice(0, 4000));
-}
-
-/** Runs a property; whatever it fails on is reported once, not again by every later case. */
-async function check<T>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>, numRuns = RUNS): Promise<void> {
-  try {
-    await fc.assert(fc.asyncProperty(arb, run), fcParams(numRuns));
-  } finally {
-    const now = await snapshot(t.gateway.ds);
-    if (Object.keys({ ...now, ...baseline }).some((k) => now[k] !== baseline[k])) await rebase();
-  }
-}
+const rebase = () => watch.rebase();
+const expectUnchanged = (what: string) => watch.expectUnchanged(what);
+const check = <T,>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>, numRuns = RUNS) => watch.check(arb, run, numRuns);
 
 // ---------------------------------------------------------------------------------------------
 // One graphql-ws connection for the whole file, watched

@@ -19,7 +19,7 @@ import { buildGatewaySchema } from '../../src/graphql/schema';
 import { CronExpression } from '../../src/modules/crons/cron-expression';
 import { API_RELEASES, intParam, Route, routes } from '../../src/rest/routes';
 import { rest, startGateway, TestGateway } from '../support/gateway';
-import { furnish, Furnished, snapshot, VOLATILE } from './helpers';
+import { DatabaseWatch, furnish, Furnished } from './helpers';
 
 /**
  * Property-based fuzzing of every REST route (path parameters, query strings, headers and bodies:
@@ -35,9 +35,6 @@ import { furnish, Furnished, snapshot, VOLATILE } from './helpers';
  * `FUZZ_RUNS=200 npx jest test/faults/fuzz` and keep what it finds as a fixed test.
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
-const CI_SEED = 20261121;
-const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : process.env.CI ? CI_SEED : Date.now() ^ (Math.random() * 0x7fffffff);
-const fcParams = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, seed: SEED, endOnFailure: true });
 
 // ---------------------------------------------------------------------------------------------
 // Values
@@ -216,50 +213,19 @@ function wrongFor(type: GraphQLInputType): fc.Arbitrary<unknown> {
 
 let t: TestGateway;
 let f: Furnished;
-let baseline: Record<string, string>;
-let baselineRows: Record<string, string[]> = {};
+let watch: DatabaseWatch;
 
 beforeAll(async () => {
   t = await startGateway({ HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid', HATCHERY_WEBHOOK_WORKER: 'off', HATCHERY_SIM_RUNTIME_LOG_MS: '3600000' });
+  watch = new DatabaseWatch(t.gateway.ds);
   f = await furnish(t);
   await rebase();
 }, 60_000);
 afterAll(() => t.stop());
 
-async function rowsOf(table: string): Promise<string[]> {
-  const rows: Array<{ j: string }> = await t.gateway.ds.query(`SELECT (to_jsonb(r) ${VOLATILE})::text AS j FROM ${table} r ORDER BY 1`);
-  return rows.map((r) => r.j);
-}
-
-async function rebase(): Promise<void> {
-  baseline = await snapshot(t.gateway.ds);
-  baselineRows = {};
-  for (const table of Object.keys(baseline)) baselineRows[table] = await rowsOf(table);
-}
-
-/** The database is as it was; else which rows differ. */
-async function expectUnchanged(what: string): Promise<void> {
-  const now = await snapshot(t.gateway.ds);
-  const changed = Object.keys({ ...now, ...baseline }).filter((k) => now[k] !== baseline[k]);
-  if (!changed.length) return;
-  const diff: string[] = [];
-  for (const table of changed) {
-    const after = await rowsOf(table);
-    const before = baselineRows[table] ?? [];
-    diff.push(`${table}: gone ${JSON.stringify(before.filter((r) => !after.includes(r)))}; new ${JSON.stringify(after.filter((r) => !before.includes(r)))}`);
-  }
-  throw new Error(`${what} changed the database:\n${diff.join('\n')}`.slice(0, 4000));
-}
-
-/** Runs a property; whatever it fails on is reported once, not again by every later request. */
-async function check<T>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>): Promise<void> {
-  try {
-    await fc.assert(fc.asyncProperty(arb, run), fcParams(RUNS));
-  } finally {
-    const now = await snapshot(t.gateway.ds);
-    if (Object.keys({ ...now, ...baseline }).some((k) => now[k] !== baseline[k])) await rebase();
-  }
-}
+const rebase = () => watch.rebase();
+const expectUnchanged = (what: string) => watch.expectUnchanged(what);
+const check = <T,>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>) => watch.check(arb, run, RUNS);
 
 describe('the snapshot notices changes', () => {
   it('an accepted write changes it; afterwards the baseline is retaken', async () => {

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import fc from 'fast-check';
 import { DataSource } from 'typeorm';
 import { AddCollaboratorDocument, CreateApiTokenDocument } from '../../src/client/generated';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
@@ -36,6 +37,59 @@ export async function snapshot(db: Queryable): Promise<Record<string, string>> {
   );
   const rows: Array<{ t: string; h: string }> = await db.query(parts.join(' UNION ALL '));
   return Object.fromEntries(rows.map((r) => [r.t, r.h]));
+}
+
+/**
+ * fast-check's settings for the fuzz tests: FUZZ_SEED=<seed> replays a run; CI (CI=true) uses a
+ * fixed seed so a landing cannot fail on a case no one has seen; a developer's run draws a new one.
+ */
+export const FUZZ_SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : process.env.CI ? 20261121 : Date.now() ^ (Math.random() * 0x7fffffff);
+export const fuzzParams = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, seed: FUZZ_SEED, endOnFailure: true });
+
+/** The database as it was at `rebase()`, to prove a refused request changed nothing. */
+export class DatabaseWatch {
+  private baseline: Record<string, string> = {};
+  private baselineRows: Record<string, string[]> = {};
+
+  constructor(private readonly db: Queryable) {}
+
+  private async rowsOf(table: string): Promise<string[]> {
+    const rows: Array<{ j: string }> = await this.db.query(`SELECT (to_jsonb(r) ${VOLATILE})::text AS j FROM ${table} r ORDER BY 1`);
+    return rows.map((r) => r.j);
+  }
+
+  private async changedTables(): Promise<string[]> {
+    const now = await snapshot(this.db);
+    return Object.keys({ ...now, ...this.baseline }).filter((k) => now[k] !== this.baseline[k]);
+  }
+
+  async rebase(): Promise<void> {
+    this.baseline = await snapshot(this.db);
+    this.baselineRows = {};
+    for (const table of Object.keys(this.baseline)) this.baselineRows[table] = await this.rowsOf(table);
+  }
+
+  /** The database is as it was; else which rows differ. */
+  async expectUnchanged(what: string): Promise<void> {
+    const changed = await this.changedTables();
+    if (!changed.length) return;
+    const diff: string[] = [];
+    for (const table of changed) {
+      const after = await this.rowsOf(table);
+      const before = this.baselineRows[table] ?? [];
+      diff.push(`${table}: gone ${JSON.stringify(before.filter((r) => !after.includes(r)))}; new ${JSON.stringify(after.filter((r) => !before.includes(r)))}`);
+    }
+    throw new Error(`${what} changed the database:\n${diff.join('\n')}`.slice(0, 4000));
+  }
+
+  /** Runs a property; whatever it fails on is reported once, not again by every later case. */
+  async check<T>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>, numRuns: number): Promise<void> {
+    try {
+      await fc.assert(fc.asyncProperty(arb, run), fuzzParams(numRuns));
+    } finally {
+      if ((await this.changedTables()).length) await this.rebase();
+    }
+  }
 }
 
 /** Polls a condition nothing announces (bounded; yields between attempts, never sleeps blindly). */
