@@ -3,6 +3,7 @@ import { parse } from 'graphql';
 import { AddCollaboratorDocument } from '../../src/client/generated';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
+import { forTheRequest, StatementLog } from '../support/statements';
 
 interface AppNode {
   slug: string;
@@ -49,30 +50,14 @@ describe('DataLoaders: apps with their relations run a constant number of statem
   let t: TestGateway;
   let owner: TestUser;
   const people: TestUser[] = [];
-  const statements: string[] = [];
-  let recording = false;
+  const sql = new StatementLog();
   const expected = new Map<string, Expected>();
-
-  // Statements of builds in progress, which run on their own timers, not for the request.
-  const BACKGROUND = [
-    /^\s*UPDATE "?deployments"? SET "?lease_until"?/i,
-    /\bINSERT INTO "?log_lines"?/i,
-    /^\s*UPDATE "?apps"? SET "?runner_id"?/i,
-    /\bpg_notify\(/i,
-    /\bevent_payloads\b/i,
-  ];
 
   beforeAll(async () => {
     // Builds never finish by themselves here, so nothing runs in the background while we count.
     t = await startGateway(
       { HATCHERY_SIM_BUILD_MS: '600000' },
-      {
-        db: {
-          onQuery: (sql) => {
-            if (recording) statements.push(sql);
-          },
-        },
-      },
+      { db: { onQuery: sql.onQuery } },
     );
     owner = await makeUser(t.gateway);
     for (let i = 0; i < 3; i++) people.push(await makeUser(t.gateway));
@@ -114,12 +99,8 @@ describe('DataLoaders: apps with their relations run a constant number of statem
   async function measure() {
     // Once unmeasured, so per-token bookkeeping (last used) is the same for both measurements.
     await gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 });
-    statements.length = 0;
-    recording = true;
-    const data = await gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 });
-    recording = false;
-    const counted = statements.filter((s) => !BACKGROUND.some((re) => re.test(s)));
-    return { nodes: data.apps.nodes, counted };
+    const { result: data, statements } = await sql.during(() => gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 }));
+    return { nodes: data.apps.nodes, counted: forTheRequest(statements) };
   }
 
   function expectAsBuilt(nodes: AppNode[]) {

@@ -1,6 +1,7 @@
 import { AddCollaboratorDocument, DeploymentLogStreamDocument, DeploymentsWithOwnersDocument } from '../../src/client/generated';
 import { collect, gqlOk, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
+import { forTheRequest, StatementLog } from '../support/statements';
 
 /**
  * Listing deployments with their egg, owner, latest and current deployment and collaborators must
@@ -9,32 +10,15 @@ import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
 describe('DataLoaders: DeploymentsWithOwners runs a constant number of statements', () => {
   let t: TestGateway;
   let owner: TestUser;
-  const statements: string[] = [];
-  let recording = false;
+  const sql = new StatementLog();
   const slugs: string[] = [];
   const collaborators: TestUser[] = [];
-
-  // Statements of builds in progress, which run on their own timers, not for the request.
-  const BACKGROUND = [
-    /^\s*UPDATE "?deployments"? SET "?lease_until"?/i,
-    /^\s*INSERT INTO "?log_lines"?/i,
-    // Runner leases, and events shared with other gateways (src/bus).
-    /^\s*UPDATE "?apps"? SET "?runner_id"?/i,
-    /\bpg_notify\(/i,
-    /\bevent_payloads\b/i,
-  ];
 
   beforeAll(async () => {
     // Builds never finish by themselves here, so nothing runs in the background while we count.
     t = await startGateway(
       { HATCHERY_SIM_BUILD_MS: '600000' },
-      {
-        db: {
-          onQuery: (sql) => {
-            if (recording) statements.push(sql);
-          },
-        },
-      },
+      { db: { onQuery: sql.onQuery } },
     );
     owner = await makeUser(t.gateway);
     for (let i = 0; i < 5; i++) {
@@ -65,12 +49,8 @@ describe('DataLoaders: DeploymentsWithOwners runs a constant number of statement
   async function measure(first: number) {
     // Once unmeasured, so per-token bookkeeping (last used) is the same for both measurements.
     await gqlOk(t.url, owner.token, DeploymentsWithOwnersDocument, { first });
-    statements.length = 0;
-    recording = true;
-    const data = await gqlOk(t.url, owner.token, DeploymentsWithOwnersDocument, { first });
-    recording = false;
-    const counted = statements.filter((s) => !BACKGROUND.some((re) => re.test(s)));
-    return { data, counted };
+    const { result: data, statements } = await sql.during(() => gqlOk(t.url, owner.token, DeploymentsWithOwnersDocument, { first }));
+    return { data, counted: forTheRequest(statements) };
   }
 
   it('lists 5 and then 50 deployments with the same number of statements', async () => {

@@ -1,6 +1,7 @@
 import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { StatementLog } from '../support/statements';
 
 const LOG_INSERT = /\bINSERT\s+INTO\s+"?log_lines"?/i;
 
@@ -12,19 +13,12 @@ describe('log writes are batched', () => {
   let t: TestGateway;
   let owner: TestUser;
   let slug: string;
-  let recording = false;
-  const statements: Array<{ sql: string; parameters?: unknown[] }> = [];
+  const sql = new StatementLog();
 
   beforeAll(async () => {
     t = await startGateway(
       { HATCHERY_SIM_BUILD_MS: '50' },
-      {
-        db: {
-          onQuery: (sql, parameters) => {
-            if (recording) statements.push({ sql, parameters });
-          },
-        },
-      },
+      { db: { onQuery: sql.onQuery } },
     );
     owner = await makeUser(t.gateway);
     slug = (await makeApp(t.url, owner)).slug;
@@ -44,14 +38,7 @@ describe('log writes are batched', () => {
 
   /** Records the statements run while `fn` runs; returns the INSERTs into log_lines. */
   async function insertsDuring(fn: () => Promise<void>): Promise<string[]> {
-    statements.length = 0;
-    recording = true;
-    try {
-      await fn();
-    } finally {
-      recording = false;
-    }
-    return statements.map((s) => s.sql).filter((sql) => LOG_INSERT.test(sql));
+    return (await sql.during(fn)).statements.filter((s) => LOG_INSERT.test(s));
   }
 
   it('500 lines appended and flushed take at most a few INSERT statements, and all are stored in order', async () => {
