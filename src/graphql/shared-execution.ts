@@ -1,4 +1,6 @@
 import { createSourceEventStream, execute, ExecutionArgs, ExecutionResult } from 'graphql';
+// graphql-js's own (what its `subscribe` maps events with); graphql is pinned to 16.
+import { mapAsyncIterator } from 'graphql/execution/mapAsyncIterator';
 import type { Context } from './context';
 
 type Result = ExecutionResult | Promise<ExecutionResult>;
@@ -23,7 +25,7 @@ function audience(args: ExecutionArgs): string | null {
  * execution of it. Five hundred people following one log then cost one execution per batch
  * instead of five hundred. Results are held only as long as the event object lives.
  */
-export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult, unknown, void> | ExecutionResult> {
   const results = new WeakMap<object, Map<string, Result>>();
   return async (args) => {
     const source = await createSourceEventStream(args);
@@ -40,34 +42,6 @@ export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncIterabl
       }
       return result;
     };
-    return mapEvents(source[Symbol.asyncIterator](), run);
-  };
-}
-
-/** graphql-js's mapAsyncIterator, with the same behaviour: a failing map ends the source. */
-function mapEvents(source: AsyncIterator<unknown>, map: (payload: unknown) => Result): AsyncIterableIterator<ExecutionResult> {
-  const close = async () => {
-    await source.return?.();
-  };
-  const mapped = async (step: IteratorResult<unknown>): Promise<IteratorResult<ExecutionResult>> => {
-    if (step.done) return step;
-    try {
-      return { value: await map(step.value), done: false };
-    } catch (err) {
-      await close().catch(() => undefined);
-      throw err;
-    }
-  };
-  return {
-    next: () => source.next().then(mapped),
-    return: async () => (source.return ? mapped(await source.return()) : { value: undefined, done: true }),
-    throw: async (err?: unknown) => {
-      if (source.throw) return mapped(await source.throw(err));
-      await close();
-      throw err;
-    },
-    [Symbol.asyncIterator]() {
-      return this;
-    },
+    return mapAsyncIterator(source, run);
   };
 }

@@ -389,7 +389,7 @@ export class DeploymentsService {
    * last replayed sequence, so nothing is lost or repeated at the seam. A BUILD stream ends with
    * the build: every build line is stored before the status changes. A live batch that nothing
    * filters out is yielded as the very array every subscriber got, so their executions can be
-   * shared (see `sharedExecution`).
+   * shared (see `sharedSubscribe`).
    */
   async watchLogBatches(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
     await this.get(ctx, id);
