@@ -1,5 +1,5 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
-import { ArgsType, Field, InputType, Int } from 'type-graphql';
+import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PageArgs } from '../../graphql/pagination';
 import { DeploymentStatus } from './deployment.entity';
 import { LogType } from './log-line.entity';
@@ -26,6 +26,19 @@ export class DeploymentsPageArgs extends PageArgs {
 export class DeploymentsArgs extends DeploymentsPageArgs {
   @Field(() => String, { nullable: true, description: 'Only deployments of this egg (slug).' })
   project?: string | null;
+}
+
+/** The arguments of both log subscriptions, `deploymentLogs` and `deploymentLogBatches`. */
+@ArgsType()
+export class LogStreamArgs {
+  @Field(() => ID, { description: 'Deployment id.' })
+  id: string;
+
+  @Field(() => LogType, { nullable: true, description: 'Only lines of this type.' })
+  type?: LogType | null;
+
+  @Field(() => Date, { nullable: true, description: 'Only lines written after this moment.' })
+  since?: Date | null;
 }
 
 @ArgsType()

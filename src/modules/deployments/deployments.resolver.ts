@@ -4,20 +4,15 @@ import { Connection } from '../../graphql/pagination';
 import { pageComplexity } from '../../graphql/limits';
 import { App } from '../apps/app.entity';
 import { Deployment, DeploymentStatus } from './deployment.entity';
-import { DeployInput, DeploymentsArgs, LogsArgs } from './deployments.inputs';
+import { DeployInput, DeploymentsArgs, LogsArgs, LogStreamArgs } from './deployments.inputs';
 import { LOG_PAGE_DEFAULT, LOG_PAGE_MAX } from './deployments.service';
-import { LogLine, LogType } from './log-line.entity';
+import { LogLine } from './log-line.entity';
 
 export const DeploymentConnection = Connection(Deployment, 'Deployment');
 const LogLineConnection = Connection(LogLine, 'LogLine');
 
 interface StatusArgs {
   id: string;
-}
-interface LogStreamArgs {
-  id: string;
-  type?: LogType | null;
-  since?: Date | null;
 }
 
 @Resolver(() => Deployment)
@@ -105,12 +100,7 @@ export class DeploymentsResolver {
       return (context as Context).services.deployments.watchLogBatches(context as Context, a.id, a.type ?? null, a.since ?? null);
     },
   })
-  deploymentLogBatches(
-    @Root() lines: LogLine[],
-    @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string,
-    @Arg('type', () => LogType, { nullable: true, description: 'Only lines of this type.' }) _type?: LogType,
-    @Arg('since', () => Date, { nullable: true, description: 'Only lines written after this moment.' }) _since?: Date,
-  ): LogLine[] {
+  deploymentLogBatches(@Root() lines: LogLine[], @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine[] {
     return lines;
   }
 
@@ -122,12 +112,7 @@ export class DeploymentsResolver {
       return (context as Context).services.deployments.watchLogs(context as Context, a.id, a.type ?? null, a.since ?? null);
     },
   })
-  deploymentLogs(
-    @Root() line: LogLine,
-    @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string,
-    @Arg('type', () => LogType, { nullable: true, description: 'Only lines of this type.' }) _type?: LogType,
-    @Arg('since', () => Date, { nullable: true, description: 'Only lines written after this moment.' }) _since?: Date,
-  ): LogLine {
+  deploymentLogs(@Root() line: LogLine, @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine {
     return line;
   }
 }
