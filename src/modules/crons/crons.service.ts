@@ -12,6 +12,7 @@ import { EnergyReason } from '../energy/energy.entity';
 import { EnergyService } from '../energy/energy.service';
 import { CronExpression, CronSyntaxError } from './cron-expression';
 import { Cron, CronRun, CronRunStatus } from './cron.entity';
+import { InFlight } from '../../in-flight';
 
 const MAX_COMMAND = 4096;
 const MINUTE = 60_000;
@@ -35,7 +36,7 @@ export interface CronsOptions {
  */
 export class CronsService {
   private readonly executions = new Map<string, AbortController>();
-  private readonly tasks = new Set<Promise<void>>();
+  private readonly tasks = new InFlight();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<number> | null = null;
   private stopped = false;
@@ -267,8 +268,7 @@ export class CronsService {
         this.executions.delete(key);
       }
     })();
-    this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task));
+    this.tasks.track(task);
   }
 
   start(tickMs: number): void {
@@ -282,6 +282,6 @@ export class CronsService {
     if (this.timer) clearInterval(this.timer);
     await this.ticking?.catch(() => undefined);
     for (const abort of this.executions.values()) abort.abort();
-    await Promise.allSettled([...this.tasks]);
+    await this.tasks.settled();
   }
 }

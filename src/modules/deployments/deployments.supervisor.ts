@@ -8,6 +8,7 @@ import { Deployment, DeploymentStatus } from './deployment.entity';
 import { LogType } from './log-line.entity';
 import { RunnerEvent } from './deployments.topics';
 import { LogWriter } from './log-writer';
+import { InFlight } from '../../in-flight';
 
 export interface SupervisorHooks {
   /** Loads what a build or run needs: the egg's slug and the decrypted env. */
@@ -36,7 +37,7 @@ export class BuildSupervisor {
   readonly runnerId = `gw_${randomBytes(9).toString('base64url')}`;
   private readonly builds = new Map<string, AbortController>();
   private readonly running = new Map<string, { deploymentId: string; egg: RunningEgg }>();
-  private readonly tasks = new Set<Promise<void>>();
+  private readonly tasks = new InFlight();
   /** Runner work on one egg runs one piece at a time, in order. */
   private readonly eggQueues = new Map<string, Promise<void>>();
   private leaseTimer: NodeJS.Timeout | null = null;
@@ -280,10 +281,7 @@ export class BuildSupervisor {
   }
 
   private track(task: () => Promise<void>): void {
-    const p = task()
-      .catch((err) => this.hooks.onError(err))
-      .finally(() => this.tasks.delete(p));
-    this.tasks.add(p);
+    void this.tasks.track(task().catch((err) => this.hooks.onError(err)));
   }
 
   /**
@@ -301,7 +299,7 @@ export class BuildSupervisor {
     for (const r of this.running.values()) r.egg.stop();
     const ran = this.running.size;
     this.running.clear();
-    await Promise.allSettled([...this.tasks]);
+    await this.tasks.settled();
     await this.writer.flush();
     // Every line of the eggs it ran is stored: the next runner continues their sequences. If the
     // database is unreachable now, the leases lapse instead.

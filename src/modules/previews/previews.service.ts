@@ -8,6 +8,7 @@ import { ProvisionedResource, Runtime } from '../../runtime/runtime.port';
 import { effectiveMemoryMb } from '../apps/app.entity';
 import { AppsService } from '../apps/apps.service';
 import { Preview, PreviewResource, PreviewResourceKind, PreviewStatus } from './preview.entity';
+import { InFlight } from '../../in-flight';
 
 export const MAX_PREVIEWS_PER_EGG = 3;
 
@@ -29,7 +30,7 @@ export interface PreviewsOptions {
  */
 export class PreviewsService {
   private readonly builds = new Map<string, AbortController>();
-  private readonly tasks = new Set<Promise<void>>();
+  private readonly tasks = new InFlight();
   private stopped = false;
   private readonly leaseMs: number;
   /** Renews the build leases of this gateway's builds while it has any. */
@@ -160,8 +161,7 @@ export class PreviewsService {
         if (this.builds.size === 0) this.stopRenewing();
       }
     })();
-    this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task));
+    this.tasks.track(task);
   }
 
   /** Resumes builds whose gateway stopped before they finished. */
@@ -198,7 +198,7 @@ export class PreviewsService {
     this.stopRenewing();
     const interrupted = [...this.builds.keys()];
     for (const abort of this.builds.values()) abort.abort();
-    await Promise.allSettled([...this.tasks]);
+    await this.tasks.settled();
     if (interrupted.length) {
       await this.ds.query(`UPDATE previews SET lease_until = NULL WHERE id = ANY($1) AND status = 'building'`, [interrupted]);
     }

@@ -12,6 +12,7 @@ import { AppsService } from '../apps/apps.service';
 import { AddressGuard } from './address-guard';
 import { WebhookSender } from './webhook-sender';
 import { DeliveryStatus, Webhook, WEBHOOK_EVENTS, WebhookDelivery } from './webhook.entity';
+import { InFlight } from '../../in-flight';
 
 export const MAX_WEBHOOKS_PER_EGG = 3;
 const MAX_URL = 2048;
@@ -42,7 +43,7 @@ export interface TestResult {
 export class WebhooksService {
   /** Asks for `deliverDue` to run soon, on this gateway or another (set by the app). */
   wake: (delayMs?: number) => void = () => undefined;
-  private readonly running = new Set<Promise<number>>();
+  private readonly running = new InFlight();
   private stopped = false;
 
   constructor(
@@ -201,16 +202,13 @@ export class WebhooksService {
   /** Sends every delivery that is due and not held by another worker; returns how many were tried. */
   deliverDue(): Promise<number> {
     if (this.stopped) return Promise.resolve(0);
-    const pass = this.deliverDueOnce();
-    this.running.add(pass);
-    void pass.finally(() => this.running.delete(pass)).catch(() => undefined);
-    return pass;
+    return this.running.track(this.deliverDueOnce());
   }
 
   /** Lets attempts in progress finish; nothing new starts. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.allSettled([...this.running]);
+    await this.running.settled();
   }
 
   private async deliverDueOnce(): Promise<number> {
