@@ -81,10 +81,14 @@ export class CronsService {
   }
 
   async get(ctx: Context, slug: string, id: string): Promise<Cron> {
+    return (await this.getWithApp(ctx, slug, id)).cron;
+  }
+
+  private async getWithApp(ctx: Context, slug: string, id: string): Promise<{ app: App; cron: Cron }> {
     const app = await this.apps.getVisible(ctx, slug);
     const cron = await this.ds.getRepository(Cron).findOneBy({ id, appId: app.id });
     if (!cron) throw new NotFound('Cron', id);
-    return cron;
+    return { app, cron };
   }
 
   async list(ctx: Context, slug: string, page: { first?: number | null; after?: string | null }): Promise<Page<Cron>> {
@@ -119,13 +123,13 @@ export class CronsService {
 
   /** Runs the command now, outside the schedule (also while paused). */
   async runNow(ctx: Context, slug: string, id: string): Promise<CronRun> {
-    const cron = await this.get(ctx, slug, id);
+    const { app, cron } = await this.getWithApp(ctx, slug, id);
     const run = await inTransaction(this.ds, async (tx) => {
       await tx.findOneOrFail(Cron, { where: { id: cron.id }, lock: { mode: 'pessimistic_write' } });
       if (await this.isRunning(tx, cron.id)) throw ValidationFailed.field('id', 'has a run in progress');
-      return this.startRun(tx, cron, this.clock.now(), true);
+      return this.startRun(tx, cron, app, this.clock.now(), true);
     });
-    this.execute(run, cron);
+    this.execute(run, cron, app);
     return run;
   }
 
@@ -134,8 +138,7 @@ export class CronsService {
   }
 
   /** Records the run for a due time: RUNNING, or SKIPPED_DEPLETED when the owner has no energy. */
-  private async startRun(tx: EntityManager, cron: Cron, scheduledAt: Date, manual: boolean): Promise<CronRun> {
-    const app = await tx.findOneByOrFail(App, { id: cron.appId });
+  private async startRun(tx: EntityManager, cron: Cron, app: App, scheduledAt: Date, manual: boolean): Promise<CronRun> {
     const run = this.newRun(cron, scheduledAt, manual, (await this.energy.balanceIn(tx, app.ownerId)).depleted);
     await tx.insert(CronRun, run);
     return run;
@@ -236,7 +239,7 @@ export class CronsService {
   }
 
   /** Runs the command through the runtime, records the outcome, and charges its minutes. */
-  private execute(run: CronRun, cron: Cron, known?: App): void {
+  private execute(run: CronRun, cron: Cron, app: App): void {
     if (run.status !== CronRunStatus.RUNNING) return;
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort(), this.opts.runTimeoutMs);
@@ -244,7 +247,6 @@ export class CronsService {
     this.executions.set(key, abort);
     const task = (async () => {
       try {
-        const app = known ?? (await this.ds.getRepository(App).findOneByOrFail({ id: cron.appId }));
         let exitCode: number;
         try {
           ({ exitCode } = await this.runtime.runCommand({ slug: app.slug, command: cron.command }, abort.signal));
