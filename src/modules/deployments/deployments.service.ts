@@ -338,15 +338,26 @@ export class DeploymentsService {
     return qb.getMany();
   }
 
+  /**
+   * Listens to the deployment's events, then reads it (as the caller may see it): a change
+   * committed meanwhile is in the row or among the events, never in neither.
+   */
+  private async listenThenGet(ctx: Context, id: string, weigh?: (e: DeploymentEvent) => number) {
+    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, weigh);
+    try {
+      return { events, deployment: await this.get(ctx, id) };
+    } catch (err) {
+      await events.close();
+      throw err;
+    }
+  }
+
   /** The current state at once, then every change; ends when the deployment is deleted. */
   async watchStatus(ctx: Context, id: string): Promise<AsyncIterable<Deployment>> {
-    await this.get(ctx, id);
-    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id);
+    const { events, deployment: current } = await this.listenThenGet(ctx, id);
     const repo = this.ds.getRepository(Deployment);
     const stream = (async function* () {
       try {
-        const current = await repo.findOneBy({ id });
-        if (!current) return;
         let last = current;
         yield current;
         for (;;) {
@@ -392,16 +403,13 @@ export class DeploymentsService {
    * shared (see `sharedSubscribe`).
    */
   async watchLogBatches(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
-    await this.get(ctx, id);
     // A subscriber may fall behind by so many lines, however they are batched.
-    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, (e) => (e.kind === 'lines' ? e.lines.length : 1));
+    const { events, deployment } = await this.listenThenGet(ctx, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
     const repo = this.ds.getRepository(Deployment);
     const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
     const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
     const stream = (async function* () {
       try {
-        const deployment = await repo.findOneBy({ id });
-        if (!deployment) return;
         const buildOver = deployment.status !== DeploymentStatus.BUILDING;
         let lastSeq = 0;
         /** Stored lines after the last one streamed and before `before`, a page per batch. */
