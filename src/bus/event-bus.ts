@@ -223,6 +223,28 @@ export class EventBus extends EventTarget {
 }
 
 /** The frame one send puts on the wire: the sender, and its events or where they are stored. */
+/**
+ * Groups encoded events, in order, into runs of at most `maxBytes` (an event counted with its
+ * separator), one frame each. An event larger than `maxBytes` is a run of its own.
+ */
+export function packEvents(events: string[], maxBytes: number): string[][] {
+  const runs: string[][] = [];
+  let run: string[] = [];
+  let bytes = 0;
+  for (const e of events) {
+    const size = Buffer.byteLength(e) + 1;
+    if (run.length > 0 && bytes + size > maxBytes) {
+      runs.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(e);
+    bytes += size;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+
 export interface Frame {
   o: string;
   e?: unknown[];

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { BusTransport, Frame, isFrame } from './event-bus';
+import { BusTransport, Frame, isFrame, packEvents } from './event-bus';
 
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; frames stay below this. */
 export const NOTIFY_MAX_BYTES = 7900;
@@ -74,30 +74,19 @@ export class PgTransport implements BusTransport {
     const notes: string[] = [];
     const storedIds: string[] = [];
     const stored: string[] = [];
-    let frame: string[] = [];
-    let bytes = FRAME_ENVELOPE_BYTES;
-    const frameId = () => `${this.frames++}`;
-    const close = () => {
-      if (frame.length === 0) return;
-      notes.push(`{"o":${JSON.stringify(origin)},"n":${frameId()},"e":[${frame.join(',')}]}`);
-      frame = [];
-      bytes = FRAME_ENVELOPE_BYTES;
-    };
-    for (const e of events) {
-      const size = Buffer.byteLength(e) + 1;
-      if (FRAME_ENVELOPE_BYTES + size > NOTIFY_MAX_BYTES) {
-        close();
+    const maxBytes = NOTIFY_MAX_BYTES - FRAME_ENVELOPE_BYTES;
+    for (const run of packEvents(events, maxBytes)) {
+      const n = this.frames++;
+      if (run.length === 1 && Buffer.byteLength(run[0]) + 1 > maxBytes) {
+        // Beyond a notification: stored, and its frame carries the row's id.
         const id = randomUUID();
         storedIds.push(id);
-        stored.push(`[${e}]`);
-        notes.push(`{"o":${JSON.stringify(origin)},"n":${frameId()},"r":"${id}"}`);
-        continue;
+        stored.push(`[${run[0]}]`);
+        notes.push(`{"o":${JSON.stringify(origin)},"n":${n},"r":"${id}"}`);
+      } else {
+        notes.push(`{"o":${JSON.stringify(origin)},"n":${n},"e":[${run.join(',')}]}`);
       }
-      if (bytes + size > NOTIFY_MAX_BYTES) close();
-      frame.push(e);
-      bytes += size;
     }
-    close();
     // Unique frame numbers also keep PostgreSQL from folding equal notifications of one transaction.
     if (stored.length === 0) {
       await this.ds.query('SELECT pg_notify($1, n) FROM unnest($2::text[]) AS n', [this.opts.channel, notes]);

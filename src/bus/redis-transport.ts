@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { BusTransport, isFrame } from './event-bus';
+import { BusTransport, isFrame, packEvents } from './event-bus';
 
 /** Frames stay well below Redis' pub/sub output buffer limits for slow subscribers. */
 const FRAME_MAX_BYTES = 256 * 1024;
@@ -80,20 +80,7 @@ export class RedisTransport implements BusTransport {
   }
 
   async send(origin: string, events: string[]): Promise<void> {
-    const frames: string[] = [];
-    let frame: string[] = [];
-    let bytes = 0;
-    const close = () => {
-      if (frame.length) frames.push(`{"o":${JSON.stringify(origin)},"e":[${frame.join(',')}]}`);
-      frame = [];
-      bytes = 0;
-    };
-    for (const e of events) {
-      if (bytes > 0 && bytes + e.length > FRAME_MAX_BYTES) close();
-      frame.push(e);
-      bytes += e.length + 1;
-    }
-    close();
+    const frames = packEvents(events, FRAME_MAX_BYTES).map((run) => `{"o":${JSON.stringify(origin)},"e":[${run.join(',')}]}`);
     // Written to one connection in this order; Redis runs them in this order.
     await Promise.all(frames.map((f) => this.pub.publish(this.opts.channel, f)));
   }
