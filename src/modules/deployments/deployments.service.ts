@@ -14,7 +14,7 @@ import { AppsService, VISIBLE_APP_IDS } from '../apps/apps.service';
 import { VolumesService } from '../volumes/volumes.service';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { Deployment, DeploymentStatus } from './deployment.entity';
-import { DeploymentEvent } from './deployments.topics';
+import { DeploymentEvent, deploymentFromJson, deploymentToJson } from './deployments.topics';
 import { BuildSupervisor } from './deployments.supervisor';
 import { IdempotencyKey } from './idempotency-key.entity';
 import { LogLine, LogType } from './log-line.entity';
@@ -113,7 +113,7 @@ export class DeploymentsService {
       const deployment = await this.insertDeployment(tx, app, viewer.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
       if (idempotencyKey) {
         await tx.query('UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND key = $3', [
-          JSON.stringify(this.snapshot(deployment)),
+          JSON.stringify(deploymentToJson(deployment)),
           viewer.id,
           idempotencyKey,
         ]);
@@ -238,21 +238,7 @@ export class DeploymentsService {
     if (existing.requestDigest !== digest) {
       throw ValidationFailed.field('idempotencyKey', 'was already used with a different request body');
     }
-    return this.fromSnapshot(existing.response);
-  }
-
-  private snapshot(d: Deployment): Record<string, unknown> {
-    const { envSealed: _sealed, leaseUntil: _lease, app: _app, ...rest } = d;
-    return rest;
-  }
-
-  private fromSnapshot(s: Record<string, unknown>): Deployment {
-    const d = Object.assign(new Deployment(), s);
-    for (const k of ['createdAt', 'updatedAt', 'finishedAt'] as const) {
-      const v = s[k];
-      d[k] = (typeof v === 'string' ? new Date(v) : null) as Date;
-    }
-    return d;
+    return deploymentFromJson(existing.response);
   }
 
   private validateEnv(env: Record<string, unknown> | null | undefined): Record<string, string> {

@@ -40,6 +40,19 @@ const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil'
 
 const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
 
+/** A deployment as JSON, for other gateways or for storage: without its sealed env or loaded egg. */
+export function deploymentToJson(d: Deployment): Record<string, unknown> {
+  const { envSealed: _sealed, app: _app, ...rest } = d;
+  return rest;
+}
+
+/** The entity back from `deploymentToJson`'s JSON, with Date values (the sealed env stays out). */
+export function deploymentFromJson(data: Record<string, unknown>): Deployment {
+  const d = Object.assign(new Deployment(), data, { envSealed: null });
+  for (const k of DEPLOYMENT_DATES) (d as unknown as Record<string, Date | null>)[k] = date(data[k]);
+  return d;
+}
+
 /**
  * Deployment events as JSON for other gateways, and back into the entities (with Date values)
  * that subscribers expect. The sealed env stays in this process.
@@ -48,16 +61,11 @@ export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
   encode(e) {
     if (e.kind === 'lines') return LOCAL_ONLY;
     if (e.kind !== 'status') return e;
-    const { envSealed: _sealed, app: _app, ...deployment } = e.deployment;
-    return { kind: 'status', deployment };
+    return { kind: 'status', deployment: deploymentToJson(e.deployment) };
   },
   decode(data) {
     const e = data as DeploymentEvent;
-    if (e.kind === 'status') {
-      const d = Object.assign(new Deployment(), e.deployment, { envSealed: null });
-      for (const k of DEPLOYMENT_DATES) (d as unknown as Record<string, Date | null>)[k] = date(e.deployment[k]);
-      return { kind: 'status', deployment: d };
-    }
+    if (e.kind === 'status') return { kind: 'status', deployment: deploymentFromJson(e.deployment as unknown as Record<string, unknown>) };
     if (e.kind === 'deleted' && typeof e.id === 'string') return { kind: 'deleted', id: e.id };
     if (e.kind === 'stored' && Number.isSafeInteger(e.after) && Number.isSafeInteger(e.upTo)) return { kind: 'stored', after: e.after, upTo: e.upTo };
     throw new Error(`deployment event of unknown kind: ${String((e as { kind?: unknown }).kind)}`);
