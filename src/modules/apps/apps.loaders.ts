@@ -2,13 +2,13 @@ import DataLoader from 'dataloader';
 import { DataSource, In } from 'typeorm';
 import { App } from './app.entity';
 import { Collaborator } from './collaborator.entity';
+import { oneEach } from '../../graphql/batch';
 
 export function appsLoaders(ds: DataSource) {
   return {
     appById: new DataLoader<string, App | null>(async (ids) => {
       const rows = await ds.getRepository(App).findBy({ id: In([...ids]) });
-      const byId = new Map(rows.map((a) => [a.id, a]));
-      return ids.map((id) => byId.get(id) ?? null);
+      return oneEach(ids, rows, (a) => a.id);
     }),
     collaboratorIdsByAppId: new DataLoader<string, string[]>(async (appIds) => {
       const rows = await ds.getRepository(Collaborator).find({ where: { appId: In([...appIds]) }, order: { createdAt: 'ASC' } });

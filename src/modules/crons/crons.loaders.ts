@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import { DataSource } from 'typeorm';
 import { CronRun } from './cron.entity';
+import { oneEach } from '../../graphql/batch';
 
 export function cronsLoaders(ds: DataSource) {
   return {
@@ -13,8 +14,7 @@ export function cronsLoaders(ds: DataSource) {
         .orderBy('r.cron_id')
         .addOrderBy('r.id', 'DESC')
         .getMany();
-      const byCron = new Map(rows.map((r) => [r.cronId, r]));
-      return ids.map((id) => byCron.get(id) ?? null);
+      return oneEach(ids, rows, (r) => r.cronId);
     }),
   };
 }

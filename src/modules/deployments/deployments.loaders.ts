@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import { DataSource, In } from 'typeorm';
 import { Page, toPage } from '../../graphql/pagination';
 import { Deployment, DeploymentStatus } from './deployment.entity';
+import { oneEach } from '../../graphql/batch';
 
 /** One egg's page of deployments, newest first: `limit` after the id `after`, in `status` if set. */
 export interface DeploymentPageKey {
@@ -15,8 +16,7 @@ export function deploymentsLoaders(ds: DataSource) {
   return {
     deploymentById: new DataLoader<string, Deployment | null>(async (ids) => {
       const rows = await ds.getRepository(Deployment).findBy({ id: In([...ids]) });
-      const byId = new Map(rows.map((d) => [d.id, d]));
-      return ids.map((id) => byId.get(id) ?? null);
+      return oneEach(ids, rows, (d) => d.id);
     }),
     latestDeploymentByAppId: new DataLoader<string, Deployment | null>(async (appIds) => {
       const rows = await ds
@@ -27,8 +27,7 @@ export function deploymentsLoaders(ds: DataSource) {
         .orderBy('d.app_id')
         .addOrderBy('d.id', 'DESC')
         .getMany();
-      const byApp = new Map(rows.map((d) => [d.appId, d]));
-      return appIds.map((id) => byApp.get(id) ?? null);
+      return oneEach(appIds, rows, (d) => d.appId);
     }),
     /**
      * `App.deployments` of every egg of a list: per page shape (status, size, cursor), one

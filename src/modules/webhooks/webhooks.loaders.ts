@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import { DataSource } from 'typeorm';
 import { WebhookDelivery } from './webhook.entity';
+import { oneEach } from '../../graphql/batch';
 
 export function webhooksLoaders(ds: DataSource) {
   return {
@@ -14,8 +15,7 @@ export function webhooksLoaders(ds: DataSource) {
         .orderBy('d.webhook_id')
         .addOrderBy('d.last_attempt_at', 'DESC')
         .getMany();
-      const byWebhook = new Map(rows.map((d) => [d.webhookId, d]));
-      return ids.map((id) => byWebhook.get(id) ?? null);
+      return oneEach(ids, rows, (d) => d.webhookId);
     }),
   };
 }
