@@ -57,6 +57,7 @@ export function createServices(deps: ServiceDeps): Services {
   const guard = new AddressGuard(deps.webhooks.allowHosts);
   const webhooks = new WebhooksService(deps.ds, deps.clock, apps, deps.box, guard, new WebhookSender(guard, deps.webhooks), {
     ...deps.webhooks,
+    leaseMarginMs: deps.leaseMs,
     onError: deps.onError,
     metrics: deps.metrics,
   });

@@ -22,6 +22,8 @@ export interface Received {
   body: string;
   /** The parsed JSON body (undefined when it is not JSON). */
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** When the whole request had arrived (Date.now()). */
+  at: number;
 }
 
 /** How the receiver answers a request: a status (with headers), or never ('hang'). */
@@ -77,7 +79,7 @@ export class Receiver {
     } catch {
       json = undefined;
     }
-    const received: Received = { path: url, method, headers, body, json };
+    const received: Received = { path: url, method, headers, body, json, at: Date.now() };
     const list = this.byPath.get(url) ?? [];
     list.push(received);
     this.byPath.set(url, list);

@@ -24,6 +24,8 @@ export interface WebhooksOptions {
   /** Disable a webhook after this many events in a row failed for good. */
   disableAfter: number;
   timeoutMs: number;
+  /** A claim on a delivery lasts the send timeout plus this margin (HATCHERY_LEASE_MS); default 30 s. */
+  leaseMarginMs?: number;
   onError: (err: unknown) => void;
   metrics?: Metrics;
 }
@@ -221,7 +223,7 @@ export class WebhooksService {
                         WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
                         ORDER BY next_attempt_at LIMIT ${CLAIM_BATCH} FOR UPDATE SKIP LOCKED)
           RETURNING id`,
-        [now, new Date(now.getTime() + this.opts.timeoutMs + 30_000)],
+        [now, new Date(now.getTime() + this.opts.timeoutMs + (this.opts.leaseMarginMs ?? 30_000))],
       );
       if (claimed.length === 0) return tried;
       const rows = await this.ds.getRepository(WebhookDelivery).findBy({ id: In(claimed.map((c) => c.id)) });
