@@ -109,7 +109,7 @@ describe('DNS rebinding: the target is checked again when the client connects', 
       expect(dns.count('callback', HOST)).toBeGreaterThan(callbacks);
       const [got] = target.received('/sender-allowed');
       expect(got.body).toBe(body);
-      expectSigned(SECRET, { path: got.path, method: 'POST', headers: got.headers as Record<string, string>, body: got.body, json: JSON.parse(got.body) });
+      expectSigned(SECRET, { path: got.path, method: 'POST', headers: got.headers as Record<string, string>, body: got.body, json: JSON.parse(got.body), at: Date.now() });
     });
 
     it('public at the pre-check, 127.0.0.1 at connect time → refused before connecting: {ok: false, status: null}, an error naming 127.0.0.1, nothing at the target', async () => {
