@@ -41,7 +41,8 @@ export async function startBaselineHttp(pool: Pool): Promise<Server> {
       [viewer.id, limit + 1],
     );
     const page = rows.slice(0, limit);
-    const apps = await pool.query('SELECT id, slug FROM apps WHERE id = ANY($1)', [[...new Set(page.map((d) => d.app_id))]]);
+    // Every column, as the gateway's app loader reads them.
+    const apps = await pool.query('SELECT a.* FROM apps a WHERE a.id = ANY($1)', [[...new Set(page.map((d) => d.app_id))]]);
     const slug = new Map(apps.rows.map((a) => [a.id, a.slug]));
     return {
       data: page.map((d) => ({

@@ -1,5 +1,6 @@
 import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
-import { SelectQueryBuilder } from 'typeorm';
+import { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
+import { EntityRows } from '../db/rows';
 import { ValidationFailed } from '../errors';
 import { IdPrefix, isId } from '../ids';
 
@@ -113,4 +114,25 @@ export async function pageByIdDesc<T extends { id: string }>(
   qb.orderBy(`${qb.alias}.id`, 'DESC').limit(limit + 1);
   if (after) qb.andWhere(`${qb.alias}.id < :after`, { after });
   return toPage(await qb.getMany(), limit, (row) => row.id);
+}
+
+/**
+ * `pageByIdDesc` in hand-written SQL, for the hottest lists: `FROM` and `WHERE` (ANDed, with
+ * `$n` placeholders numbered after `params`) as given; the cursor and the limit are added here.
+ */
+export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }>(
+  ds: DataSource,
+  rows: EntityRows<T>,
+  prefix: IdPrefix,
+  query: { from: string; where: string[]; params: unknown[] },
+  args: { first?: number | null; after?: string | null },
+): Promise<Page<T>> {
+  const limit = pageSize(args.first);
+  const after = decodeCursor(args.after, (k) => isId(k, prefix));
+  const params = [...query.params];
+  const where = [...query.where];
+  if (after) where.push(`${rows.alias}.id < $${params.push(after)}`);
+  const sql = `SELECT ${rows.select} FROM ${query.from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY ${rows.alias}.id DESC LIMIT ${limit + 1}`;
+  return toPage(await rows.query(ds, sql, params), limit, (row) => row.id);
 }

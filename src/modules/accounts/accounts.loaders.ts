@@ -1,13 +1,15 @@
 import DataLoader from 'dataloader';
-import { DataSource, In } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { User } from './user.entity';
 import { oneEach } from '../../graphql/batch';
+import { entityRows } from '../../db/rows';
 
 export function accountsLoaders(ds: DataSource) {
   return {
     userById: new DataLoader<string, User | null>(async (ids) => {
-      const rows = await ds.getRepository(User).findBy({ id: In([...ids]) });
-      return oneEach(ids, rows, (u) => u.id);
+      const rows = entityRows(ds, User, 'u');
+      const found = await rows.query(ds, `SELECT ${rows.select} FROM users u WHERE u.id = ANY($1)`, [[...ids]]);
+      return oneEach(ids, found, (u) => u.id);
     }),
   };
 }

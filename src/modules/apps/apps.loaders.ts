@@ -3,12 +3,14 @@ import { DataSource, In } from 'typeorm';
 import { App } from './app.entity';
 import { Collaborator } from './collaborator.entity';
 import { oneEach } from '../../graphql/batch';
+import { entityRows } from '../../db/rows';
 
 export function appsLoaders(ds: DataSource) {
   return {
     appById: new DataLoader<string, App | null>(async (ids) => {
-      const rows = await ds.getRepository(App).findBy({ id: In([...ids]) });
-      return oneEach(ids, rows, (a) => a.id);
+      const rows = entityRows(ds, App, 'a');
+      const found = await rows.query(ds, `SELECT ${rows.select} FROM apps a WHERE a.id = ANY($1)`, [[...ids]]);
+      return oneEach(ids, found, (a) => a.id);
     }),
     collaboratorIdsByAppId: new DataLoader<string, string[]>(async (appIds) => {
       const rows = await ds.getRepository(Collaborator).find({ where: { appId: In([...appIds]) }, order: { createdAt: 'ASC' } });

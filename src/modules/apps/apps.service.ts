@@ -11,9 +11,12 @@ import { Collaborator } from './collaborator.entity';
 
 export const SLUG_RE = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/;
 
-/** SQL: ids of the eggs user `:viewerId` may see (owner or collaborator). */
-export const VISIBLE_APP_IDS = `(SELECT a.id FROM apps a WHERE a.owner_id = :viewerId
-  UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = :viewerId)`;
+/** SQL: ids of the eggs the user in parameter `viewer` (`:viewerId`, `$1`) may see (owner or collaborator). */
+export const visibleAppIds = (viewer: string) => `(SELECT a.id FROM apps a WHERE a.owner_id = ${viewer}
+  UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = ${viewer})`;
+
+/** `visibleAppIds` for the query builder's `:viewerId`. */
+export const VISIBLE_APP_IDS = visibleAppIds(':viewerId');
 
 export class AppsService {
   constructor(

@@ -3,14 +3,15 @@ import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { decodeCursor, Page, pageByIdDesc, pageSize, toPage } from '../../graphql/pagination';
+import { decodeCursor, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
+import { entityRows } from '../../db/rows';
 import { endWithConsumer, listenNow, PubSub } from '../../graphql/pubsub';
 import { newId } from '../../ids';
 import { BuildResult, EggSpec, Runtime } from '../../runtime/runtime.port';
 import { SecretBox } from '../../secrets';
 import type { Metrics } from '../../metrics';
 import { App, effectiveMemoryMb, TIERS } from '../apps/app.entity';
-import { AppsService, VISIBLE_APP_IDS } from '../apps/apps.service';
+import { AppsService, VISIBLE_APP_IDS, visibleAppIds } from '../apps/apps.service';
 import { VolumesService } from '../volumes/volumes.service';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { Deployment, DeploymentStatus } from './deployment.entity';
@@ -270,14 +271,15 @@ export class DeploymentsService {
 
   async list(ctx: Context, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
     const viewer = requireViewer(ctx);
-    const qb = this.ds.getRepository(Deployment).createQueryBuilder('d');
+    const where: string[] = [];
+    const params: unknown[] = [];
     if (args.project !== null && args.project !== undefined) {
-      qb.where('d.app_id = :appId', { appId: (await this.deps.apps.getVisible(ctx, args.project)).id });
+      where.push(`d.app_id = $${params.push((await this.deps.apps.getVisible(ctx, args.project)).id)}`);
     } else {
-      qb.where(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
+      where.push(`d.app_id IN ${visibleAppIds(`$${params.push(viewer.id)}`)}`);
     }
-    if (args.status) qb.andWhere('d.status = :status', { status: args.status });
-    return pageByIdDesc(qb, 'dep', args);
+    if (args.status) where.push(`d.status = $${params.push(args.status)}`);
+    return pageByIdDescSql(this.ds, entityRows(this.ds, Deployment, 'd'), 'dep', { from: 'deployments d', where, params }, args);
   }
 
   /** Deletes a deployment with its logs; the egg's main URL falls back to the newest live one left. */
