@@ -77,7 +77,7 @@ interface Child {
 const children = new Set<ChildProcess>();
 
 function startLoad(mode: 'http' | 'subscribe', spec: unknown): Child {
-  const proc = spawn(process.execPath, [LOAD, mode, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'], cwd: ROOT });
+  const proc = spawn(process.execPath, [...(process.env.BENCH_LOAD_NODE_ARGS ?? '').split(' ').filter(Boolean), LOAD, mode, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'], cwd: ROOT });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   const queue: Array<Record<string, unknown>> = [];
