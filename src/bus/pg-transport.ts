@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { BusTransport, Frame, isFrame, packEvents } from './event-bus';
@@ -18,7 +19,12 @@ export interface PgTransportOptions {
   url: string;
   channel: string;
   onError: (err: unknown) => void;
-  /** Opening the LISTEN connection and its LISTEN statement; then the backoff tries again. */
+  /**
+   * Opening the LISTEN connection and its LISTEN statement; then the backoff tries again. The
+   * connection is also checked every twice this long (`SELECT 1`), and replaced when the check
+   * gets no answer within it: a connection that only listens would not notice a server or
+   * network that went silent, and the gateway would stop getting the others' events unawares.
+   */
   connectTimeoutMs?: number;
 }
 
@@ -48,6 +54,7 @@ export class PgTransport implements BusTransport {
   private closed = false;
   private pruneTimer: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
   private reconnectMs = RECONNECT_MIN_MS;
 
   constructor(
@@ -68,6 +75,29 @@ export class PgTransport implements BusTransport {
     this.client = await this.listen();
     this.pruneTimer = setInterval(() => void this.prune().catch(this.opts.onError), PRUNE_EVERY_MS);
     this.pruneTimer.unref();
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), 2 * this.timeoutMs);
+    this.heartbeatTimer.unref();
+  }
+
+  private get timeoutMs(): number {
+    return this.opts.connectTimeoutMs ?? 5000;
+  }
+
+  /** Checks the LISTEN connection answers; one that does not is closed, and so replaced. */
+  private heartbeat(): void {
+    const client = this.client;
+    if (!client || this.closed) return;
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`event bus: the LISTEN connection did not answer within ${this.timeoutMs} ms; reconnecting`)), this.timeoutMs);
+    });
+    Promise.race([client.query('SELECT 1'), silent])
+      .catch((err: unknown) => {
+        if (client !== this.client) return;
+        // Its socket, not client.end(): a goodbye to a silent server would wait for an answer too.
+        (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy(err as Error);
+      })
+      .finally(() => clearTimeout(timer));
   }
 
   async send(origin: string, events: string[]): Promise<void> {
@@ -102,11 +132,18 @@ export class PgTransport implements BusTransport {
   async close(): Promise<void> {
     this.closed = true;
     if (this.pruneTimer) clearInterval(this.pruneTimer);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.pruneTimer = this.reconnectTimer = null;
+    this.pruneTimer = this.heartbeatTimer = this.reconnectTimer = null;
     const client = this.client;
     this.client = null;
-    await client?.end().catch(() => undefined);
+    if (client) {
+      // A silent server never answers the goodbye: after the timeout the socket is just closed.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.timeoutMs)));
+      await Promise.race([client.end().catch(() => undefined), late]).finally(() => clearTimeout(timer));
+      (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+    }
     await this.draining;
   }
 
@@ -115,8 +152,8 @@ export class PgTransport implements BusTransport {
       connectionString: this.opts.url,
       keepAlive: true,
       application_name: 'hatchery-events',
-      connectionTimeoutMillis: this.opts.connectTimeoutMs ?? 5000,
-      query_timeout: this.opts.connectTimeoutMs ?? 5000,
+      connectionTimeoutMillis: this.timeoutMs,
+      query_timeout: this.timeoutMs,
     });
     client.on('notification', (n) => {
       if (!this.closed && n.channel === this.opts.channel && n.payload) this.take(n.payload);

@@ -25,6 +25,8 @@ export function createDataSource(url: string, opts: DataSourceOptions = {}): Dat
         log: () => undefined,
       }
     : undefined;
+  const statementTimeoutMs = opts.statementTimeoutMs ?? 30_000;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 5000;
   return new DataSource({
     type: 'postgres',
     url,
@@ -38,8 +40,11 @@ export function createDataSource(url: string, opts: DataSourceOptions = {}): Dat
     logger,
     extra: {
       max: opts.poolSize ?? 10,
-      statement_timeout: opts.statementTimeoutMs ?? 30_000,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+      statement_timeout: statementTimeoutMs,
+      connectionTimeoutMillis: connectTimeoutMs,
+      // The server ends a statement at statement_timeout; a server that does not answer at all is
+      // given up a connect timeout later (GuardedClient closes the connection).
+      replyTimeoutMs: statementTimeoutMs > 0 ? statementTimeoutMs + connectTimeoutMs : 0,
       Client: GuardedClient,
     },
   });

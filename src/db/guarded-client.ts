@@ -1,7 +1,19 @@
+import type { Socket } from 'node:net';
 import { Client, ClientConfig } from 'pg';
 
+export interface GuardedClientConfig extends ClientConfig {
+  /**
+   * A statement with no answer after this long (ms) is given up: the connection is closed, the
+   * statement fails with ETIMEDOUT (503 to the client) and the pool drops the connection. For a
+   * database that stops answering without closing the connection (a hung server, a network that
+   * drops packets), where the server's own statement_timeout cannot fire. 0: never.
+   */
+  replyTimeoutMs?: number;
+}
+
 /**
- * A pg Client that never ends the process with an unheard 'error'.
+ * A pg Client that never ends the process with an unheard 'error', and never waits forever for an
+ * answer (see `replyTimeoutMs`).
  *
  * pg-pool takes its own error listener off a client while it is checked out, and callers (TypeORM's
  * query runner, pg-boss) attach theirs only once the checkout promise has resolved: a microtask
@@ -10,11 +22,33 @@ import { Client, ClientConfig } from 'pg';
  * emits 'error' in between, with no listener, and EventEmitter throws it as an uncaught exception.
  * With this listener always there, the client is only marked broken: the next statement on it
  * fails with the connection error, which its caller handles (503 while the database is away).
+ *
+ * pg's own `query_timeout` is not used for the second part: it fails the statement but keeps the
+ * connection, whose next statement then waits behind the unanswered one.
  */
 export class GuardedClient extends Client {
-  constructor(config?: string | ClientConfig) {
+  private readonly replyTimeoutMs: number;
+
+  constructor(config?: string | GuardedClientConfig) {
     super(config);
+    this.replyTimeoutMs = typeof config === 'object' ? (config.replyTimeoutMs ?? 0) : 0;
     this.on('error', ignoreStrayError);
+  }
+
+  // Every overload of Client.query goes through here; only the promise form is timed (TypeORM's).
+  override query(...args: unknown[]): never {
+    const result = (Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
+    if (this.replyTimeoutMs > 0 && result instanceof Promise) {
+      const timer = setTimeout(() => this.giveUp(), this.replyTimeoutMs);
+      const done = () => clearTimeout(timer);
+      result.then(done, done);
+    }
+    return result as never;
+  }
+
+  private giveUp(): void {
+    const err = Object.assign(new Error(`PostgreSQL did not answer within ${this.replyTimeoutMs} ms; the connection was closed`), { code: 'ETIMEDOUT' });
+    (this as unknown as { connection: { stream: Socket } }).connection.stream.destroy(err);
   }
 }
 

@@ -1,0 +1,201 @@
+import net from 'node:net';
+import { buildApp, Gateway } from '../../src/app';
+import { DeploymentsDocument } from '../../src/client/generated';
+import { loadConfig } from '../../src/config';
+import { makeApp, makeUser, TestUser } from '../support/factories';
+import { createTestDatabase, TestDatabase } from '../support/db';
+import { gql, rest, TEST_KEY } from '../support/gateway';
+import { until } from './helpers';
+
+/**
+ * A TCP proxy in front of the test PostgreSQL that can freeze: from `freeze()` on, nothing
+ * passes either way on the connections it forwards, and new ones are accepted and never
+ * answered, while every socket stays open (a hung server, a network dropping packets).
+ * `thaw()` forwards new connections again; frozen ones stay frozen until their client closes them.
+ */
+const drop = () => undefined;
+
+class FreezableProxy {
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private readonly held = new Set<net.Socket>();
+  private frozen = false;
+  /** Connections closed by the gateway's side while frozen. */
+  closedWhileFrozen = 0;
+  readonly server: net.Server;
+  url = '';
+
+  constructor(private readonly upstream: URL) {
+    this.server = net.createServer((client) => this.accept(client));
+  }
+
+  private accept(client: net.Socket): void {
+    client.on('error', () => undefined);
+    if (this.frozen) {
+      client.on('data', drop);
+      this.held.add(client);
+      client.on('close', () => {
+        this.held.delete(client);
+        this.closedWhileFrozen++;
+      });
+      return;
+    }
+    const server = net.connect(Number(this.upstream.port), this.upstream.hostname);
+    server.on('error', () => undefined);
+    const pair: [net.Socket, net.Socket] = [client, server];
+    this.pairs.add(pair);
+    const cut = () => {
+      if (this.frozen && this.pairs.has(pair)) this.closedWhileFrozen++;
+      this.pairs.delete(pair);
+      client.destroy();
+      server.destroy();
+    };
+    client.on('close', cut);
+    server.on('close', cut);
+    client.pipe(server);
+    server.pipe(client);
+  }
+
+  async listen(dbUrl: string): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    const u = new URL(dbUrl);
+    u.hostname = '127.0.0.1';
+    u.port = String((this.server.address() as net.AddressInfo).port);
+    this.url = u.toString();
+  }
+
+  freeze(): void {
+    this.frozen = true;
+    for (const [client, server] of this.pairs) {
+      // Read and dropped, so each side still notices when the other closes.
+      client.unpipe(server);
+      server.unpipe(client);
+      client.on('data', drop).resume(); // (unpipe paused them)
+      server.on('data', drop).resume();
+    }
+  }
+
+  thaw(): void {
+    this.frozen = false;
+  }
+
+  /** Connections open through the proxy now, frozen or not. */
+  open(): number {
+    return this.pairs.size + this.held.size;
+  }
+
+  /** Frozen connections still open (the gateway has not given them up yet). */
+  frozenOpen(): number {
+    return this.held.size + [...this.pairs].filter(([c]) => c.listeners('data').includes(drop)).length;
+  }
+
+  async close(): Promise<void> {
+    for (const [c, s] of this.pairs) c.destroy(), s.destroy();
+    for (const c of this.held) c.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+/**
+ * The database stops answering without closing anything. PostgreSQL's statement_timeout cannot
+ * fire (the server never sees or never answers the statement), so the gateway bounds every
+ * statement itself: no answer within HATCHERY_DB_STATEMENT_TIMEOUT_MS + HATCHERY_DB_CONNECT_TIMEOUT_MS
+ * and the connection is closed, the request answers 503, and the pool does not keep the dead
+ * connection. Once the database answers again, the same gateway serves every request.
+ */
+describe('a database that stops answering (connections open, nothing comes back)', () => {
+  const STATEMENT_MS = 1000;
+  const CONNECT_MS = 500;
+  let db: TestDatabase;
+  let proxy: FreezableProxy;
+  let gateway: Gateway;
+  let url: string;
+  let owner: TestUser;
+  let slug: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    proxy = new FreezableProxy(new URL(db.url));
+    await proxy.listen(db.url);
+    gateway = buildApp(
+      loadConfig({
+        LOG_LEVEL: 'silent',
+        HATCHERY_ENCRYPTION_KEY: TEST_KEY,
+        HATCHERY_JOBS: 'off',
+        HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+        HATCHERY_RATE_LIMIT_PER_MIN: '1000000',
+        HATCHERY_DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),
+        HATCHERY_DB_CONNECT_TIMEOUT_MS: String(CONNECT_MS),
+        HOST: '127.0.0.1',
+        DATABASE_URL: proxy.url,
+      }),
+    );
+    url = await gateway.start(0);
+    owner = await makeUser(gateway);
+    slug = (await makeApp(url, owner)).slug;
+  }, 60_000);
+
+  afterAll(async () => {
+    // The proxy first: a frozen connection never answers the pool's goodbye either.
+    await proxy?.close();
+    await gateway?.stop();
+    await db?.drop();
+  }, 60_000);
+
+  const list = () => rest(url, owner.token, 'GET', `/deployments?project=${slug}&limit=5`);
+
+  it('answers 503 instead of waiting, drops the dead connections, and serves again once the database answers', async () => {
+    // Several requests at once: the pool holds several open connections.
+    for (const r of await Promise.all(Array.from({ length: 4 }, list))) expect(r.status).toBe(200);
+    const open = proxy.open();
+    expect(open).toBeGreaterThan(0);
+
+    proxy.freeze();
+    const started = Date.now();
+    const [r1, g1, r2] = await Promise.all([list(), gql(url, owner.token, DeploymentsDocument, { project: slug, first: 5 }), list()]);
+    const elapsed = Date.now() - started;
+    for (const r of [r1, r2]) {
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({ code: 'service_unavailable' });
+      expect(r.headers.get('retry-after')).toEqual(expect.any(String));
+    }
+    expect(g1.status).toBe(503);
+    expect(g1.errors?.map((e) => e.extensions?.code)).toEqual(['SERVICE_UNAVAILABLE']);
+    // Bounded by the timeouts, not by TCP's own (minutes) or never: a loose bound, not a benchmark.
+    expect(elapsed).toBeLessThan(15_000);
+    // The gateway closed the frozen connections it had used, instead of returning them to the pool.
+    await until('the proxy to see the gateway close a frozen connection', async () => proxy.closedWhileFrozen > 0, 200, 25);
+
+    // The event bus's LISTEN connection is checked too: /readyz says so, and a new one is sought.
+    await until('/readyz to report the database and the events down', async () => {
+      const r = await rest(url, null, 'GET', '/readyz');
+      return r.status === 503 && r.body.database === 'down' && r.body.events === 'down';
+    }, 200, 50);
+
+    proxy.thaw();
+    await until('the gateway to answer again', async () => (await list()).status === 200, 200, 50);
+    // Connections that froze while idle in the pool are found out when next used (one 503 each,
+    // after the same bound): bursts of more requests than the pool holds flush them all, then
+    // a whole burst succeeds and no frozen connection is left open.
+    let bursts = 0;
+    await until(
+      'a whole burst to succeed',
+      async () => {
+        bursts++;
+        const after = await Promise.all(Array.from({ length: 15 }, list));
+        for (const r of after) expect([200, 503]).toContain(r.status);
+        return after.every((r) => r.status === 200);
+      },
+      10,
+      0,
+    );
+    expect(bursts).toBeLessThanOrEqual(3);
+    await until('/readyz to report every part up again', async () => (await rest(url, null, 'GET', '/readyz')).status === 200, 200, 50);
+    expect((await rest(url, null, 'GET', '/readyz')).body).toEqual({ status: 'ok', database: 'up', events: 'up', jobs: 'off' });
+    // What is left frozen is at most a pool connection that has been idle since: found out when next
+    // used, or closed when its idle time is up. The LISTEN connection is not among them.
+    expect(proxy.frozenOpen()).toBeLessThanOrEqual(1);
+    const graphql = await gql(url, owner.token, DeploymentsDocument, { project: slug, first: 5 });
+    expect(graphql.status).toBe(200);
+    expect(graphql.errors).toBeUndefined();
+  }, 60_000);
+});
