@@ -8,6 +8,7 @@ import { Jobs } from '../../src/jobs/jobs';
 import { createLogger } from '../../src/log';
 import { createTestDatabase, TestDatabase } from '../support/db';
 import { TEST_KEY } from '../support/gateway';
+import { PgProxy } from '../support/pg-proxy';
 
 /**
  * pg-boss's pool has the gateway's connect timeout (HATCHERY_DB_CONNECT_TIMEOUT_MS): a database that
@@ -61,98 +62,6 @@ class SilentServer {
   }
 }
 
-/**
- * A TCP proxy in front of the test PostgreSQL (on 127.0.0.1) that can swallow connections instead:
- * those whose startup message `blackholes` picks, or every new one once `silence()` was called
- * (which also cuts the connections it is forwarding, as a failover would).
- */
-class BlackholeProxy {
-  private readonly sockets = new Set<net.Socket>();
-  private readonly forwarded = new Set<net.Socket>();
-  private silent = false;
-  /** Connections accepted and never answered. */
-  swallowed = 0;
-  port = 0;
-  readonly server: net.Server;
-
-  constructor(
-    private readonly upstream: { host: string; port: number },
-    private readonly blackholes: (startup: Buffer) => boolean = () => false,
-  ) {
-    this.server = net.createServer((client) => this.accept(client));
-  }
-
-  private track(s: net.Socket): void {
-    this.sockets.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => this.sockets.delete(s));
-  }
-
-  private accept(client: net.Socket): void {
-    this.track(client);
-    if (this.silent) {
-      this.swallowed++;
-      return;
-    }
-    // The first message (no TLS here) is the startup packet: Int32 length, Int32 protocol, then
-    // NUL-terminated key/value pairs such as application_name.
-    let head = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk]);
-      if (head.length < 4 || head.length < head.readInt32BE(0)) return;
-      client.off('data', onData);
-      client.pause();
-      if (this.silent || this.blackholes(head)) {
-        this.swallowed++;
-        return;
-      }
-      const server = net.connect(this.upstream.port, this.upstream.host);
-      this.track(server);
-      this.forwarded.add(client).add(server);
-      const cut = () => {
-        client.destroy();
-        server.destroy();
-      };
-      client.on('close', cut);
-      server.on('close', cut);
-      server.write(head);
-      client.pipe(server);
-      server.pipe(client);
-      client.resume();
-    };
-    client.on('data', onData);
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** From now on every new connection is swallowed; those being forwarded are cut. */
-  silence(): void {
-    this.silent = true;
-    for (const s of this.forwarded) s.destroy();
-    this.forwarded.clear();
-  }
-
-  /** Forwards new connections again (those already swallowed stay so). */
-  restore(): void {
-    this.silent = false;
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => this.server.close(() => r()));
-  }
-}
-
-const viaProxy = (dbUrl: string, port: number) => {
-  const u = new URL(dbUrl);
-  u.hostname = '127.0.0.1';
-  u.port = String(port);
-  return u.toString();
-};
-
 /** pg-boss's pg Pool inside a Jobs (as test/jobs/statement-timeout.test.ts reaches it). */
 const poolOf = (jobs: Jobs) => ((jobs as unknown as { boss: { getDb(): unknown } }).boss.getDb() as { pool: Pool }).pool;
 
@@ -188,8 +97,7 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
   });
 
   it("the gateway's start fails with a timeout when only pg-boss's connections go unanswered", async () => {
-    const upstream = new URL(db.url);
-    const proxy = new BlackholeProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) }, isPgBoss);
+    const proxy = new PgProxy(db.url, isPgBoss);
     await proxy.listen();
     toStop.push(() => proxy.close());
     const config = loadConfig({
@@ -200,7 +108,7 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
       HOST: '127.0.0.1',
       HATCHERY_SHUTDOWN_GRACE_MS: '1000',
       HATCHERY_DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
-      DATABASE_URL: viaProxy(db.url, proxy.port),
+      DATABASE_URL: proxy.url,
     });
     const gateway = buildApp(config);
     toStop.push(() => gateway.stop());
@@ -218,11 +126,10 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
   });
 
   it('a send on a started Jobs fails with a connection timeout once the database stops answering, and works again after', async () => {
-    const upstream = new URL(db.url);
-    const proxy = new BlackholeProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+    const proxy = new PgProxy(db.url);
     await proxy.listen();
     toStop.push(() => proxy.close());
-    const jobs = new Jobs(viaProxy(db.url, proxy.port), createLogger('silent'), undefined, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
+    const jobs = new Jobs(proxy.url, createLogger('silent'), undefined, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
     toStop.push(() => jobs.stop(1000));
     await jobs.start([{ name: 'connect-probe', handler: async () => undefined }]);
     await jobs.send('connect-probe', 60_000);

@@ -1,10 +1,10 @@
-import net from 'node:net';
 import { buildApp, Gateway } from '../../src/app';
 import { DeploymentsDocument } from '../../src/client/generated';
 import { loadConfig } from '../../src/config';
 import { makeApp, makeUser, TestUser } from '../support/factories';
 import { createTestDatabase, TestDatabase } from '../support/db';
 import { gql, rest, TEST_KEY } from '../support/gateway';
+import { PgProxy } from '../support/pg-proxy';
 import { until } from './helpers';
 
 /**
@@ -13,88 +13,6 @@ import { until } from './helpers';
  * answered, while every socket stays open (a hung server, a network dropping packets).
  * `thaw()` forwards new connections again; frozen ones stay frozen until their client closes them.
  */
-const drop = () => undefined;
-
-class FreezableProxy {
-  private readonly pairs = new Set<[net.Socket, net.Socket]>();
-  private readonly held = new Set<net.Socket>();
-  private frozen = false;
-  /** Connections closed by the gateway's side while frozen. */
-  closedWhileFrozen = 0;
-  readonly server: net.Server;
-  url = '';
-
-  constructor(private readonly upstream: URL) {
-    this.server = net.createServer((client) => this.accept(client));
-  }
-
-  private accept(client: net.Socket): void {
-    client.on('error', () => undefined);
-    if (this.frozen) {
-      client.on('data', drop);
-      this.held.add(client);
-      client.on('close', () => {
-        this.held.delete(client);
-        this.closedWhileFrozen++;
-      });
-      return;
-    }
-    const server = net.connect(Number(this.upstream.port), this.upstream.hostname);
-    server.on('error', () => undefined);
-    const pair: [net.Socket, net.Socket] = [client, server];
-    this.pairs.add(pair);
-    const cut = () => {
-      if (this.frozen && this.pairs.has(pair)) this.closedWhileFrozen++;
-      this.pairs.delete(pair);
-      client.destroy();
-      server.destroy();
-    };
-    client.on('close', cut);
-    server.on('close', cut);
-    client.pipe(server);
-    server.pipe(client);
-  }
-
-  async listen(dbUrl: string): Promise<void> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    const u = new URL(dbUrl);
-    u.hostname = '127.0.0.1';
-    u.port = String((this.server.address() as net.AddressInfo).port);
-    this.url = u.toString();
-  }
-
-  freeze(): void {
-    this.frozen = true;
-    for (const [client, server] of this.pairs) {
-      // Read and dropped, so each side still notices when the other closes.
-      client.unpipe(server);
-      server.unpipe(client);
-      client.on('data', drop).resume(); // (unpipe paused them)
-      server.on('data', drop).resume();
-    }
-  }
-
-  thaw(): void {
-    this.frozen = false;
-  }
-
-  /** Connections open through the proxy now, frozen or not. */
-  open(): number {
-    return this.pairs.size + this.held.size;
-  }
-
-  /** Frozen connections still open (the gateway has not given them up yet). */
-  frozenOpen(): number {
-    return this.held.size + [...this.pairs].filter(([c]) => c.listeners('data').includes(drop)).length;
-  }
-
-  async close(): Promise<void> {
-    for (const [c, s] of this.pairs) c.destroy(), s.destroy();
-    for (const c of this.held) c.destroy();
-    await new Promise<void>((r) => this.server.close(() => r()));
-  }
-}
-
 /**
  * The database stops answering without closing anything. PostgreSQL's statement_timeout cannot
  * fire (the server never sees or never answers the statement), so the gateway bounds every
@@ -106,7 +24,7 @@ describe('a database that stops answering (connections open, nothing comes back)
   const STATEMENT_MS = 1000;
   const CONNECT_MS = 500;
   let db: TestDatabase;
-  let proxy: FreezableProxy;
+  let proxy: PgProxy;
   let gateway: Gateway;
   let url: string;
   let owner: TestUser;
@@ -114,8 +32,8 @@ describe('a database that stops answering (connections open, nothing comes back)
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    proxy = new FreezableProxy(new URL(db.url));
-    await proxy.listen(db.url);
+    proxy = new PgProxy(db.url);
+    await proxy.listen();
     gateway = buildApp(
       loadConfig({
         LOG_LEVEL: 'silent',
@@ -163,7 +81,7 @@ describe('a database that stops answering (connections open, nothing comes back)
     // Bounded by the timeouts, not by TCP's own (minutes) or never: a loose bound, not a benchmark.
     expect(elapsed).toBeLessThan(15_000);
     // The gateway closed the frozen connections it had used, instead of returning them to the pool.
-    await until('the proxy to see the gateway close a frozen connection', async () => proxy.closedWhileFrozen > 0, 200, 25);
+    await until('the proxy to see the gateway close a frozen connection', async () => proxy.closedWhileStuck > 0, 200, 25);
 
     // The event bus's LISTEN connection is checked too: /readyz says so, and a new one is sought.
     await until('/readyz to report the database and the events down', async () => {
@@ -171,7 +89,7 @@ describe('a database that stops answering (connections open, nothing comes back)
       return r.status === 503 && r.body.database === 'down' && r.body.events === 'down';
     }, 200, 50);
 
-    proxy.thaw();
+    proxy.restore();
     await until('the gateway to answer again', async () => (await list()).status === 200, 200, 50);
     // Connections that froze while idle in the pool are found out when next used (one 503 each,
     // after the same bound): bursts of more requests than the pool holds flush them all, then
@@ -193,7 +111,7 @@ describe('a database that stops answering (connections open, nothing comes back)
     expect((await rest(url, null, 'GET', '/readyz')).body).toEqual({ status: 'ok', database: 'up', events: 'up', jobs: 'off' });
     // What is left frozen is at most a pool connection that has been idle since: found out when next
     // used, or closed when its idle time is up. The LISTEN connection is not among them.
-    expect(proxy.frozenOpen()).toBeLessThanOrEqual(1);
+    expect(proxy.stuckOpen()).toBeLessThanOrEqual(1);
     const graphql = await gql(url, owner.token, DeploymentsDocument, { project: slug, first: 5 });
     expect(graphql.status).toBe(200);
     expect(graphql.errors).toBeUndefined();
