@@ -21,8 +21,8 @@ import { until } from './helpers';
  * connection. Once the database answers again, the same gateway serves every request.
  */
 describe('a database that stops answering (connections open, nothing comes back)', () => {
-  const STATEMENT_MS = 1000;
-  const CONNECT_MS = 500;
+  const STATEMENT_MS = 2000;
+  const CONNECT_MS = 1000;
   let db: TestDatabase;
   let proxy: PgProxy;
   let gateway: Gateway;
