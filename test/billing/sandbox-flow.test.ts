@@ -2,21 +2,7 @@ import { ManualClock } from '../../src/clock';
 import { rest, startGateway, TestGateway } from '../support/gateway';
 import { makeUser, TestUser } from '../support/factories';
 import { energyOf, expectLedgerConsistent, packPurchases, WEBHOOK_SECRET } from '../energy/helpers';
-
-interface Page {
-  status: number;
-  contentType: string | null;
-  html: string;
-}
-
-async function page(url: string, method: 'GET' | 'POST' = 'GET'): Promise<Page> {
-  const res = await fetch(url, {
-    method,
-    redirect: 'manual',
-    ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' } : {}),
-  });
-  return { status: res.status, contentType: res.headers.get('content-type'), html: await res.text() };
-}
+import { page } from './helpers';
 
 /** The page's forms as absolute action URLs, keyed by their button's text. */
 function forms(html: string, base: string): Record<string, string> {

@@ -1,21 +1,7 @@
 import { rest, startGateway, TestGateway } from '../support/gateway';
 import { makeUser } from '../support/factories';
 import { WEBHOOK_SECRET } from '../energy/helpers';
-
-interface Page {
-  status: number;
-  contentType: string | null;
-  html: string;
-}
-
-async function page(url: string, method: 'GET' | 'POST' = 'GET'): Promise<Page> {
-  const res = await fetch(url, {
-    method,
-    redirect: 'manual',
-    ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' } : {}),
-  });
-  return { status: res.status, contentType: res.headers.get('content-type'), html: await res.text() };
-}
+import { page } from './helpers';
 
 /**
  * "Plain HTML, works offline": the page must render and its buttons work with nothing but the

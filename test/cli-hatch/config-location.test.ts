@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startGateway, TestGateway } from '../support/gateway';
 import { makeUser } from '../support/factories';
 import { BIN, CliResult, RunningCli, tempDir } from './helpers';
+import { closedPort } from '../support/ports';
 
 jest.setTimeout(60_000);
 
@@ -42,14 +42,6 @@ function filesUnder(dir: string): string[] {
     .filter((e) => e.isFile())
     .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
     .sort();
-}
-
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('hatch config file location and the stored API URL (without HATCH_CONFIG_DIR)', () => {

@@ -1,5 +1,4 @@
 import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import {
   AddCollaboratorDocument,
@@ -15,6 +14,7 @@ import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser, unique } from '../support/factories';
 import { Receiver } from '../webhooks/helpers';
 import { CliEnv, CliResult, hatch, parseTable, stopAllClis, tempDir } from './helpers';
+import { closedPort } from '../support/ports';
 
 jest.setTimeout(60_000);
 
@@ -22,15 +22,6 @@ jest.setTimeout(60_000);
 function expectPlain(r: CliResult): void {
   expect(r.stdout).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex
   expect(r.stderr).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function ok(r: CliResult): CliResult {

@@ -1,18 +1,6 @@
 import { CronExpression, CronSyntaxError } from '../../src/modules/crons/cron-expression';
+import { upcoming } from './helpers';
 
-/** The next `n` due times of `schedule` strictly after `from`, as ISO strings. */
-function upcoming(schedule: string, from: string, n: number): string[] {
-  const expr = CronExpression.parse(schedule);
-  const out: string[] = [];
-  let at = new Date(from);
-  for (let i = 0; i < n; i++) {
-    const next = expr.next(at);
-    if (!next) throw new Error(`${schedule}: no due time after ${at.toISOString()}`);
-    out.push(next.toISOString());
-    at = next;
-  }
-  return out;
-}
 
 const at = (s: string) => `${s}.000Z`;
 

@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { Clock } from '../../src/clock';
+import { CronExpression } from '../../src/modules/crons/cron-expression';
 import { CommandSpec } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 import { rest, TestGateway } from '../support/gateway';
@@ -195,4 +197,30 @@ export async function listedCron(t: TestGateway, token: string, slug: string, cr
 /** Rows of cron_runs for the cron (raw SQL), oldest due time first. */
 export async function storedRuns(ds: DataSource, cronId: string): Promise<Array<{ id: string; status: string; scheduled_at: Date; manual: boolean }>> {
   return ds.query('SELECT id, status, scheduled_at, manual FROM cron_runs WHERE cron_id = $1 ORDER BY scheduled_at, id', [cronId]);
+}
+
+/** The next `n` due times of `schedule` strictly after `from`, as ISO strings. */
+export function upcoming(schedule: string, from: string, n: number): string[] {
+  const expr = CronExpression.parse(schedule);
+  const out: string[] = [];
+  let at = new Date(from);
+  for (let i = 0; i < n; i++) {
+    const next = expr.next(at);
+    if (!next) throw new Error(`${schedule}: no due time after ${at.toISOString()}`);
+    out.push(next.toISOString());
+    at = next;
+  }
+  return out;
+}
+
+/** Real time, moved: the clock runs at the machine's pace from a moment chosen by the test. */
+export class ShiftedClock implements Clock {
+  private offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  /** From now on, `now()` reads `at` and keeps running. */
+  moveTo(at: Date): void {
+    this.offsetMs = at.getTime() - Date.now();
+  }
 }

@@ -1,22 +1,6 @@
-import { Clock } from '../../src/clock';
 import { startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser } from '../support/factories';
-import { createCron, MINUTE_MS, runsOf, settleRuns, TrackingRuntime } from './helpers';
-
-/**
- * Real time, moved: the clock runs at the machine's pace from a moment chosen by the test, so a
- * minute boundary is a second away instead of up to a minute.
- */
-class ShiftedClock implements Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  /** From now on, `now()` reads `at` and keeps running. */
-  moveTo(at: Date): void {
-    this.offsetMs = at.getTime() - Date.now();
-  }
-}
+import { createCron, MINUTE_MS, runsOf, settleRuns, ShiftedClock, TrackingRuntime } from './helpers';
 
 /**
  * The other scheduler tests call `tick()` by hand. This one runs the gateway's own tick timer

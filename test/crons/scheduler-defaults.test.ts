@@ -1,19 +1,7 @@
-import { Clock } from '../../src/clock';
 import { loadConfig } from '../../src/config';
 import { startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser } from '../support/factories';
-import { createCron, MINUTE_MS, runsOf, settleRuns, TrackingRuntime } from './helpers';
-
-/** Real time, moved: the clock runs at the machine's pace from a moment chosen by the test. */
-class ShiftedClock implements Clock {
-  private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-  moveTo(at: Date): void {
-    this.offsetMs = at.getTime() - Date.now();
-  }
-}
+import { createCron, MINUTE_MS, runsOf, settleRuns, ShiftedClock, TrackingRuntime } from './helpers';
 
 /**
  * "Fires within a few seconds of the due time" must hold as shipped, not only with the 250 ms tick

@@ -1,18 +1,11 @@
-import { CronExpression } from '../../src/modules/crons/cron-expression';
+import { upcoming } from './helpers';
 
 /** The next `n` due times of `schedule` strictly after `from`, as dates (YYYY-MM-DD, all at 00:00 UTC). */
 function upcomingDays(schedule: string, from: string, n: number): string[] {
-  const expr = CronExpression.parse(schedule);
-  const out: string[] = [];
-  let at = new Date(from);
-  for (let i = 0; i < n; i++) {
-    const next = expr.next(at);
-    if (!next) throw new Error(`${schedule}: no due time after ${at.toISOString()}`);
-    expect(next.toISOString().slice(10)).toBe('T00:00:00.000Z');
-    out.push(next.toISOString().slice(0, 10));
-    at = next;
-  }
-  return out;
+  return upcoming(schedule, from, n).map((iso) => {
+    expect(iso.slice(10)).toBe('T00:00:00.000Z');
+    return iso.slice(0, 10);
+  });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { DeploymentFieldsFragment, DeploymentLogStreamDocument, DeploymentLogStreamSubscription, LogType } from '../../src/client/generated';
-import { collect, Collected, waitForItem, wsClient } from '../support/gateway';
+import { collect, Collected, TestGateway, waitForItem, wsClient } from '../support/gateway';
 import { TestUser } from '../support/factories';
 
 export type StreamItem = DeploymentLogStreamSubscription;
@@ -55,3 +55,8 @@ export async function untilListening(url: string, user: TestUser, id: string): P
 }
 
 export { ISO_MS } from '../support/factories';
+
+/** The deployment's stored log lines (of one type, if given), in seq order. */
+export async function storedLines(t: TestGateway, id: string, type?: string): Promise<Array<{ seq: number; message: string }>> {
+  return t.gateway.ds.query(`SELECT seq, message FROM log_lines WHERE deployment_id = $1 ${type ? 'AND type = $2' : ''} ORDER BY seq`, type ? [id, type] : [id]);
+}

@@ -2,6 +2,7 @@ import { DeploymentLogBatchStreamDocument, DeploymentLogBatchStreamSubscription 
 import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { collect, Collected, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { storedLines } from './helpers';
 
 type Batches = Collected<DeploymentLogBatchStreamSubscription>;
 
@@ -39,8 +40,7 @@ describe('deploymentLogBatches', () => {
   });
   afterAll(() => t.stop());
 
-  const stored = async (id: string, type?: string): Promise<Array<{ seq: number; message: string }>> =>
-    t.gateway.ds.query(`SELECT seq, message FROM log_lines WHERE deployment_id = $1 ${type ? 'AND type = $2' : ''} ORDER BY seq`, type ? [id, type] : [id]);
+  const stored = (id: string, type?: string) => storedLines(t, id, type);
 
   it('carries every stored line exactly once, in order, replay then live, several lines per message', async () => {
     const d = await deploy(t.url, owner, slug);

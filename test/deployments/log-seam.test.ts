@@ -2,7 +2,7 @@ import { DeploymentLogStreamDocument, DeploymentLogStreamSubscription } from '..
 import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { collect, Collected, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
-import { waitForItem } from './helpers';
+import { storedLines, waitForItem } from './helpers';
 
 /**
  * deploymentLogs replays stored lines and then goes live; lines written while it replays must
@@ -20,13 +20,7 @@ describe('deploymentLogs: no line lost or repeated at the replay/live seam', () 
   });
   afterAll(() => t.stop());
 
-  const storedSeqs = async (id: string, type?: string): Promise<number[]> =>
-    (
-      await t.gateway.ds.query(
-        `SELECT seq FROM log_lines WHERE deployment_id = $1 ${type ? 'AND type = $2' : ''} ORDER BY seq`,
-        type ? [id, type] : [id],
-      )
-    ).map((r: { seq: number }) => r.seq);
+  const storedSeqs = async (id: string, type?: string) => (await storedLines(t, id, type)).map((r) => r.seq);
   const seqsOf = (s: Collected<DeploymentLogStreamSubscription>) => s.items.map((i) => i.deploymentLogs.seq);
 
   it('every subscriber gets every seq exactly once, in order, with no gaps', async () => {

@@ -1,7 +1,4 @@
 import { Browser, BrowserContext, chromium, Page } from 'playwright-core';
-import { DataSource } from 'typeorm';
-import { BuildResult, EggSpec, LogSink } from '../../src/runtime/runtime.port';
-import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 
 // What the functions run in the page touch; the project's tsconfig has no DOM library.
 declare const document: { querySelector(selector: string): unknown };
@@ -115,42 +112,4 @@ export async function waitForResponse(page: Page, needle: string): Promise<strin
   }
 }
 
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-}
-
-/** The simulated runtime, but builds of held eggs wait until `release(slug)`. */
-export class GatedRuntime extends SimulatedRuntime {
-  readonly held = new Set<string>();
-  private readonly gates = new Map<string, Deferred>();
-
-  constructor(ds: DataSource) {
-    super(ds, { buildMs: 150, runtimeLogMs: 60_000 });
-  }
-
-  async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
-    if (this.held.has(spec.slug)) {
-      await new Promise<void>((resolve, reject) => {
-        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-        this.gate(spec.slug).promise.then(resolve);
-      });
-    }
-    return super.build(spec, log, signal);
-  }
-
-  release(slug: string): void {
-    this.held.delete(slug);
-    this.gate(slug).resolve();
-  }
-
-  private gate(slug: string): Deferred {
-    let g = this.gates.get(slug);
-    if (!g) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.gates.set(slug, (g = { promise, resolve }));
-    }
-    return g;
-  }
-}
+export { GatedRuntime } from '../support/gated-runtime';

@@ -12,8 +12,8 @@ import {
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { untilListening, waitForItem } from '../deployments/helpers';
-import { BuildResult, EggSpec, LogSink, RunHooks, RunningEgg } from '../../src/runtime/runtime.port';
-import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
+import { EggSpec, LogSink, RunHooks, RunningEgg } from '../../src/runtime/runtime.port';
+import { GatedRuntime } from '../support/gated-runtime';
 
 /** deploy, asking for canRollback in the response: the deployment is BUILDING at that moment. */
 const DeployCanRollback = parse(`
@@ -33,23 +33,11 @@ const MainUrl = parse(`
  * The simulated runtime, watched: `serving` maps each slug to the deployment the runtime runs for
  * it (the one the egg's main address reaches); builds of `held` slugs wait until `release(slug)`.
  */
-class LifecycleRuntime extends SimulatedRuntime {
+class LifecycleRuntime extends GatedRuntime {
   readonly serving = new Map<string, string>();
-  readonly held = new Set<string>();
-  private readonly gates = new Map<string, { promise: Promise<void>; resolve(): void }>();
 
   constructor(ds: DataSource) {
     super(ds, { buildMs: 150, runtimeLogMs: 60_000, commandMs: 20 });
-  }
-
-  async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
-    if (this.held.has(spec.slug)) {
-      await new Promise<void>((resolve, reject) => {
-        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-        void this.gate(spec.slug).promise.then(resolve);
-      });
-    }
-    return super.build(spec, log, signal);
   }
 
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
@@ -61,21 +49,6 @@ class LifecycleRuntime extends SimulatedRuntime {
         if (this.serving.get(spec.slug) === spec.deploymentId) this.serving.delete(spec.slug);
       },
     };
-  }
-
-  release(slug: string): void {
-    this.held.delete(slug);
-    this.gate(slug).resolve();
-  }
-
-  private gate(slug: string) {
-    let g = this.gates.get(slug);
-    if (!g) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.gates.set(slug, (g = { promise, resolve }));
-    }
-    return g;
   }
 }
 

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { startGateway, TestGateway } from '../support/gateway';
+import { closedPort } from '../support/ports';
 
 /**
  * Docker cannot run here, so the Dockerfile and docker-compose.yml are checked against the app
@@ -30,14 +30,6 @@ function runNode(args: string[], env: Record<string, string>): Promise<number> {
       resolve(err ? (typeof err.code === 'number' ? err.code : 1) : 0),
     );
   });
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('Dockerfile', () => {

@@ -1,10 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { selfSignedCert } from '../support/tls';
+import { rmSync } from 'node:fs';
 import https from 'node:https';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { buildApp, Gateway } from '../../src/app';
@@ -126,16 +124,9 @@ class GatedReceiver {
   ) {}
 
   static async start(): Promise<GatedReceiver> {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-jobs-once-'));
-    const keyFile = path.join(dir, 'key.pem');
-    const certFile = path.join(dir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
-      { stdio: 'ignore' },
-    );
+    const { dir, certFile, key, cert } = selfSignedCert('hatchery-jobs-once-', '127.0.0.1', 'IP:127.0.0.1');
     let self: GatedReceiver | null = null;
-    const server = https.createServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (req, res) => {
+    const server = https.createServer({ key, cert }, (req, res) => {
       req.resume();
       req.on('end', () => self!.handle(req.url ?? '/', String(req.headers['webhook-id'] ?? ''), res));
     });

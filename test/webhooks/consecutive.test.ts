@@ -1,8 +1,8 @@
 import { ManualClock } from '../../src/clock';
 import { RedeliverWebhookDeliveryDocument, SetWebhookActiveDocument, WebhooksDocument } from '../../src/client/generated';
-import { gqlOk, startGateway, TestGateway } from '../support/gateway';
-import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
-import { createWebhook, deliveriesOf, deliveriesWhen, MINUTE_MS, Received, Receiver } from './helpers';
+import { gqlOk, TestGateway } from '../support/gateway';
+import { deploy, makeApp, settle, TestUser } from '../support/factories';
+import { createWebhook, deliveriesOf, deliveriesWhen, MINUTE_MS, Received, Receiver, startDelivering } from './helpers';
 
 /**
  * "Consecutive" failures: a webhook is disabled after HATCHERY_WEBHOOK_DISABLE_AFTER=2 events in
@@ -18,24 +18,14 @@ describe('webhooks are disabled after failures in a row, not in total', () => {
   let t: TestGateway;
   let owner: TestUser;
 
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    receiver = await Receiver.start();
-    t = await startGateway(
-      {
-        HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-        HATCHERY_WEBHOOK_CA_FILE: receiver.certFile,
-        HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m',
-        HATCHERY_WEBHOOK_DISABLE_AFTER: '2',
-        HATCHERY_WEBHOOK_TIMEOUT_MS: '2000',
-      },
+    ({ receiver, t, owner, stop } = await startDelivering(
+      { HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m', HATCHERY_WEBHOOK_DISABLE_AFTER: '2', HATCHERY_WEBHOOK_TIMEOUT_MS: '2000' },
       { clock },
-    );
-    owner = await makeUser(t.gateway);
+    ));
   });
-  afterAll(async () => {
-    await t.stop();
-    await receiver.stop();
-  });
+  afterAll(() => stop());
 
   const statusOf = (r: Received): string => r.json.data.deployment.status;
 

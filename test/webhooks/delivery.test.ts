@@ -5,7 +5,7 @@ import {
   WebhookDeliveriesDocument,
   WebhooksDocument,
 } from '../../src/client/generated';
-import { gql, gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
+import { gql, gqlOk, rest, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { expectProblem, expectUnauthorized } from '../rest/problem';
 import {
@@ -23,6 +23,7 @@ import {
   Receiver,
   testWebhook,
   verifyDelivery,
+  startDelivering,
 } from './helpers';
 
 /**
@@ -37,19 +38,11 @@ describe('webhook deliveries', () => {
   let n = 0;
   const nextPath = (what: string) => `/${what}-${++n}`;
 
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    receiver = await Receiver.start();
-    t = await startGateway({
-      HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-      HATCHERY_WEBHOOK_CA_FILE: receiver.certFile,
-      HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m',
-    });
-    owner = await makeUser(t.gateway);
+    ({ receiver, t, owner, stop } = await startDelivering({ HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m' }));
   });
-  afterAll(async () => {
-    await t.stop();
-    await receiver.stop();
-  });
+  afterAll(() => stop());
 
   const byStatus = (list: Received[]) => Object.fromEntries(list.map((r) => [r.json.data.deployment.status, r]));
 

@@ -1,13 +1,13 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { selfSignedCert } from '../support/tls';
+import { rmSync } from 'node:fs';
 import https from 'node:https';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { CreateWebhookDocument, WebhookDeliveriesDocument, WebhookDeliveriesQuery } from '../../src/client/generated';
-import { gqlOk, rest, TestGateway } from '../support/gateway';
+import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
+import { makeUser, TestUser } from '../support/factories';
+import type { BuildOptions } from '../../src/app';
 
 export const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
 export const DELIVERY_ID = /^whd_[0-9a-z]{26}$/;
@@ -50,17 +50,9 @@ export class Receiver {
   ) {}
 
   static async start(): Promise<Receiver> {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-webhooks-'));
-    const keyFile = path.join(dir, 'key.pem');
-    const certFile = path.join(dir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
-      { stdio: 'ignore' },
-    );
-    const cert = readFileSync(certFile);
+    const { dir, certFile, key, cert } = selfSignedCert('hatchery-webhooks-', '127.0.0.1', 'IP:127.0.0.1,DNS:localhost');
     let self: Receiver | null = null;
-    const server = https.createServer({ key: readFileSync(keyFile), cert }, (req, res) => {
+    const server = https.createServer({ key, cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => self!.handle(req.url ?? '/', req.method ?? '', req.headers, Buffer.concat(chunks).toString('utf8'), res));
@@ -222,4 +214,27 @@ export async function deliveriesWhen(
 /** Raw rows of webhook_deliveries for a webhook, oldest first. */
 export async function deliveryRows(t: TestGateway, webhookId: string): Promise<Array<Record<string, any>>> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return t.gateway.ds.query('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId]);
+}
+
+/** A Receiver, a gateway that delivers to it, and a user of that gateway; `stop()` ends both. */
+export interface Delivering {
+  receiver: Receiver;
+  t: TestGateway;
+  owner: TestUser;
+  stop(): Promise<void>;
+}
+
+/** Starts a Receiver and a gateway with 127.0.0.1 allow-listed and the receiver's certificate trusted, `env` on top. */
+export async function startDelivering(env: Record<string, string>, opts: BuildOptions = {}): Promise<Delivering> {
+  const receiver = await Receiver.start();
+  const t = await startGateway({ HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', HATCHERY_WEBHOOK_CA_FILE: receiver.certFile, ...env }, opts);
+  return {
+    receiver,
+    t,
+    owner: await makeUser(t.gateway),
+    async stop() {
+      await t.stop();
+      await receiver.stop();
+    },
+  };
 }

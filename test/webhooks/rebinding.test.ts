@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { selfSignedCert } from '../support/tls';
+import { rmSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { ManualClock } from '../../src/clock';
 import { RedeliverWebhookDeliveryDocument, TestWebhookDocument, WebhooksDocument } from '../../src/client/generated';
 import { AddressGuard } from '../../src/modules/webhooks/address-guard';
@@ -42,17 +40,9 @@ class Target {
   ) {}
 
   static async start(): Promise<Target> {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-rebind-'));
-    const keyFile = path.join(dir, 'key.pem');
-    const certFile = path.join(dir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', `/CN=${HOST}`, '-addext', `subjectAltName=DNS:${HOST},IP:127.0.0.1`],
-      { stdio: 'ignore' },
-    );
-    const cert = readFileSync(certFile);
+    const { dir, certFile, key, cert } = selfSignedCert('hatchery-rebind-', HOST, `DNS:${HOST},IP:127.0.0.1`);
     let self: Target | null = null;
-    const server = https.createServer({ key: readFileSync(keyFile), cert }, (req, res) => {
+    const server = https.createServer({ key, cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {

@@ -1,7 +1,7 @@
 import { ManualClock } from '../../src/clock';
 import { SetWebhookActiveDocument, WebhooksDocument } from '../../src/client/generated';
-import { gqlOk, startGateway, TestGateway } from '../support/gateway';
-import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { gqlOk, TestGateway } from '../support/gateway';
+import { deploy, makeApp, settle, TestUser } from '../support/factories';
 import {
   createWebhook,
   deleteWebhook,
@@ -15,6 +15,7 @@ import {
   Received,
   Receiver,
   testWebhook,
+  startDelivering,
 } from './helpers';
 
 /**
@@ -31,24 +32,14 @@ describe('webhook retries and disabling', () => {
   let n = 0;
   const nextPath = (what: string) => `/${what}-${++n}`;
 
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    receiver = await Receiver.start();
-    t = await startGateway(
-      {
-        HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-        HATCHERY_WEBHOOK_CA_FILE: receiver.certFile,
-        HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m',
-        HATCHERY_WEBHOOK_DISABLE_AFTER: '2',
-        HATCHERY_WEBHOOK_TIMEOUT_MS: '500',
-      },
+    ({ receiver, t, owner, stop } = await startDelivering(
+      { HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m', HATCHERY_WEBHOOK_DISABLE_AFTER: '2', HATCHERY_WEBHOOK_TIMEOUT_MS: '500' },
       { clock },
-    );
-    owner = await makeUser(t.gateway);
+    ));
   });
-  afterAll(async () => {
-    await t.stop();
-    await receiver.stop();
-  });
+  afterAll(() => stop());
 
   /** Moves the gateway's clock and runs the due deliveries to completion. */
   const advanceAndDeliver = async (ms: number) => {

@@ -1,9 +1,9 @@
 import net from 'node:net';
 import { ManualClock } from '../../src/clock';
 import { WebhooksDocument } from '../../src/client/generated';
-import { gqlOk, startGateway, TestGateway } from '../support/gateway';
-import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
-import { createWebhook, deliveriesOf, deliveriesWhen, expectSigned, listWebhooks, MINUTE_MS, Receiver } from './helpers';
+import { gqlOk, TestGateway } from '../support/gateway';
+import { deploy, makeApp, settle, TestUser } from '../support/factories';
+import { createWebhook, deliveriesOf, deliveriesWhen, expectSigned, listWebhooks, MINUTE_MS, Receiver, startDelivering } from './helpers';
 
 /**
  * Every failed attempt other than 410 is retried: client errors (400, 404, 429) and failures
@@ -21,24 +21,16 @@ describe('webhook attempts that are retried', () => {
   let n = 0;
   const nextPath = (what: string) => `/${what}-${++n}`;
 
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    receiver = await Receiver.start();
     untrusted = await Receiver.start();
-    t = await startGateway(
-      {
-        HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-        HATCHERY_WEBHOOK_CA_FILE: receiver.certFile,
-        HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m',
-        HATCHERY_WEBHOOK_DISABLE_AFTER: '2',
-        HATCHERY_WEBHOOK_TIMEOUT_MS: '2000',
-      },
+    ({ receiver, t, owner, stop } = await startDelivering(
+      { HATCHERY_WEBHOOK_RETRY_SCHEDULE: '10m,20m', HATCHERY_WEBHOOK_DISABLE_AFTER: '2', HATCHERY_WEBHOOK_TIMEOUT_MS: '2000' },
       { clock },
-    );
-    owner = await makeUser(t.gateway);
+    ));
   });
   afterAll(async () => {
-    await t.stop();
-    await receiver.stop();
+    await stop();
     await untrusted.stop();
   });
 
