@@ -222,7 +222,6 @@ export class EventBus extends EventTarget {
   }
 }
 
-/** The frame one send puts on the wire: the sender, and its events or where they are stored. */
 /**
  * Groups encoded events, in order, into runs of at most `maxBytes` (an event counted with its
  * separator), one frame each. An event larger than `maxBytes` is a run of its own.
@@ -245,6 +244,7 @@ export function packEvents(events: string[], maxBytes: number): string[][] {
   return runs;
 }
 
+/** The frame one send puts on the wire: the sender, and its events or where they are stored. */
 export interface Frame {
   o: string;
   e?: unknown[];

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { destroyConnection, GuardedClient } from '../db/guarded-client';
 import { BusTransport, Frame, isFrame, packEvents } from './event-bus';
+import { within } from '../timeout';
 
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; frames stay below this. */
 export const NOTIFY_MAX_BYTES = 7900;
@@ -64,7 +65,7 @@ export class PgTransport implements BusTransport {
 
   /** The LISTEN connection is there and listening; false from its loss until a new one listens. */
   get connected(): boolean {
-    return this.client !== null && !this.closed;
+    return this.client !== null;
   }
 
   async start(origin: string, receive: (origin: string, events: unknown[]) => void, resumed: () => void): Promise<void> {
@@ -83,21 +84,9 @@ export class PgTransport implements BusTransport {
     return this.opts.connectTimeoutMs ?? 5000;
   }
 
-  /** Checks the LISTEN connection answers; one that does not is closed, and so replaced. */
+  /** Checks the LISTEN connection answers: GuardedClient closes one that does not, and `lost` replaces it. */
   private heartbeat(): void {
-    const client = this.client;
-    if (!client || this.closed) return;
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`event bus: the LISTEN connection did not answer within ${this.timeoutMs} ms; reconnecting`)), this.timeoutMs);
-    });
-    Promise.race([client.query('SELECT 1'), silent])
-      .catch((err: unknown) => {
-        if (client !== this.client) return;
-        // Its socket, not client.end(): a goodbye to a silent server would wait for an answer too.
-        (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy(err as Error);
-      })
-      .finally(() => clearTimeout(timer));
+    if (this.client && !this.closed) this.client.query('SELECT 1').catch(() => undefined);
   }
 
   async send(origin: string, events: string[]): Promise<void> {
@@ -139,21 +128,19 @@ export class PgTransport implements BusTransport {
     this.client = null;
     if (client) {
       // A silent server never answers the goodbye: after the timeout the socket is just closed.
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.timeoutMs)));
-      await Promise.race([client.end().catch(() => undefined), late]).finally(() => clearTimeout(timer));
-      (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy();
+      await within(client.end().catch(() => undefined), this.timeoutMs, () => undefined);
+      destroyConnection(client);
     }
     await this.draining;
   }
 
   private async listen(): Promise<Client> {
-    const client = new Client({
+    const client = new GuardedClient({
       connectionString: this.opts.url,
       keepAlive: true,
       application_name: 'hatchery-events',
       connectionTimeoutMillis: this.timeoutMs,
-      query_timeout: this.timeoutMs,
+      replyTimeoutMs: this.timeoutMs,
     });
     client.on('notification', (n) => {
       if (!this.closed && n.channel === this.opts.channel && n.payload) this.take(n.payload);

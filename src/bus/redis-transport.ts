@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { BusTransport, isFrame, packEvents } from './event-bus';
+import { within } from '../timeout';
 
 /** Frames stay well below Redis' pub/sub output buffer limits for slow subscribers. */
 const FRAME_MAX_BYTES = 256 * 1024;
@@ -52,18 +53,14 @@ export class RedisTransport implements BusTransport {
         this.opts.onError(err);
       }
     });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`event bus: Redis did not answer within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-    });
     try {
-      await Promise.race([Promise.all([this.pub.connect(), this.sub.connect().then(() => this.sub.subscribe(this.opts.channel))]), timeout]);
+      await within(Promise.all([this.pub.connect(), this.sub.connect().then(() => this.sub.subscribe(this.opts.channel))]), START_TIMEOUT_MS, () => {
+        throw new Error(`event bus: Redis did not answer within ${START_TIMEOUT_MS} ms`);
+      });
     } catch (err) {
       this.pub.disconnect();
       this.sub.disconnect();
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
     this.subscribed = true;
     // ioredis subscribes again by itself on reconnecting; once this (idempotent) SUBSCRIBE is

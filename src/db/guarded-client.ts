@@ -47,9 +47,16 @@ export class GuardedClient extends Client {
   }
 
   private giveUp(): void {
-    const err = Object.assign(new Error(`PostgreSQL did not answer within ${this.replyTimeoutMs} ms; the connection was closed`), { code: 'ETIMEDOUT' });
-    (this as unknown as { connection: { stream: Socket } }).connection.stream.destroy(err);
+    destroyConnection(this, Object.assign(new Error(`PostgreSQL did not answer within ${this.replyTimeoutMs} ms; the connection was closed`), { code: 'ETIMEDOUT' }));
   }
+}
+
+/**
+ * Closes the client's socket at once: its statements fail (with `err`, if given) and it emits
+ * 'error'/'end'. For a server that does not answer, where `client.end()` would wait for it too.
+ */
+export function destroyConnection(client: Client, err?: Error): void {
+  (client as unknown as { connection: { stream: Socket } }).connection.stream.destroy(err);
 }
 
 function ignoreStrayError(): void {

@@ -40,16 +40,14 @@ class MemoryStore implements Store {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
   private readonly sweeper = setInterval(() => this.sweep(), 60_000).unref();
 
-  constructor(private readonly now: () => number) {}
-
   private read(key: string): Count {
     const w = this.windows.get(key);
-    const now = this.now();
+    const now = Date.now();
     return w && w.resetAt > now ? { count: w.count, ttlMs: w.resetAt - now } : { count: 0, ttlMs: 0 };
   }
 
   async add(key: string, windowMs: number, peek?: string) {
-    const now = this.now();
+    const now = Date.now();
     let w = this.windows.get(key);
     if (!w || w.resetAt <= now) this.windows.set(key, (w = { count: 0, resetAt: now + windowMs }));
     w.count += 1;
@@ -57,7 +55,7 @@ class MemoryStore implements Store {
   }
 
   private sweep(): void {
-    const now = this.now();
+    const now = Date.now();
     for (const [key, w] of this.windows) if (w.resetAt <= now) this.windows.delete(key);
   }
 
@@ -144,11 +142,10 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex').slice(0,
 
 export class RateLimiter {
   private readonly store: Store;
-  private readonly windowMs = WINDOW_MS;
   private readonly prefix: string;
 
   constructor(private readonly opts: RateLimiterOptions) {
-    const memory = new MemoryStore(Date.now);
+    const memory = new MemoryStore();
     this.store = opts.redisUrl ? new RedisStore(opts.redisUrl, memory, opts.log) : memory;
     this.prefix = `${opts.redisPrefix ?? 'hatchery:'}rl:`;
   }
@@ -171,18 +168,18 @@ export class RateLimiter {
     const { perMin, anonPerMin } = this.opts;
     if (credential === null) {
       if (!anonPerMin) return null;
-      return this.verdict((await this.store.add(`${this.prefix}ip:${ip}`, this.windowMs)).hit, anonPerMin);
+      return this.verdict((await this.store.add(`${this.prefix}ip:${ip}`, WINDOW_MS)).hit, anonPerMin);
     }
     if (!perMin) return null;
     const failKey = anonPerMin ? `${this.prefix}fail:${ip}` : undefined;
-    const { hit, peeked } = await this.store.add(`${this.prefix}tok:${sha(credential)}`, this.windowMs, failKey);
+    const { hit, peeked } = await this.store.add(`${this.prefix}tok:${sha(credential)}`, WINDOW_MS, failKey);
     if (peeked && peeked.count >= anonPerMin) return { ...this.verdict(peeked, anonPerMin), allowed: false, remaining: 0 };
     return this.verdict(hit, perMin);
   }
 
   /** A request from `ip` presented a token that was refused. */
   async failedAuth(ip: string): Promise<void> {
-    if (this.opts.anonPerMin) await this.store.add(`${this.prefix}fail:${ip}`, this.windowMs);
+    if (this.opts.anonPerMin) await this.store.add(`${this.prefix}fail:${ip}`, WINDOW_MS);
   }
 
   async close(): Promise<void> {
@@ -190,7 +187,7 @@ export class RateLimiter {
   }
 }
 
-export function rateLimitMessage(v: Verdict): string {
+function rateLimitMessage(v: Verdict): string {
   return `Too many requests: the limit is ${v.limit} a minute; retry in ${v.resetSeconds} s`;
 }
 

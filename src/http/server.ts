@@ -26,6 +26,7 @@ import { quietOversizedMessages, registerOperationLimits, wsLimits } from './lim
 import { sharedPayloads } from './ws-payloads';
 import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
+import { within } from '../timeout';
 
 export interface HttpDeps {
   schema: GraphQLSchema;
@@ -155,9 +156,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       .database()
       .catch(() => false)
       .finally(() => (databaseCheck = null));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_DB_TIMEOUT_MS)));
-    const database = await Promise.race([databaseCheck, late]).finally(() => clearTimeout(timer));
+    const database = await within(databaseCheck, READY_DB_TIMEOUT_MS, () => false);
     const events = deps.ready.events();
     const jobs = deps.ready.jobs();
     const ok = database && events && jobs !== false;

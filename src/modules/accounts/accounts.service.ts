@@ -8,6 +8,7 @@ import { hashToken, newToken } from '../../secrets';
 import { pgCode } from '../../db/transaction';
 import { ApiToken } from './api-token.entity';
 import { User } from './user.entity';
+import { entityRows } from '../../db/rows';
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_TOKEN_DAYS = 3650;
@@ -60,20 +61,19 @@ export class AccountsService {
     if (!token || !token.startsWith('hatch_') || token.length > 200) return null;
     // Every request runs this: one plain statement, without TypeORM's query building and mapping
     // (a third of a list request's ORM time in the bench profile).
-    const [row]: Array<{ id: string; expires_at: Date | null; last_used_at: Date | null; user_id: string; email: string; user_created_at: Date }> =
-      await this.ds.query(
-        `SELECT t.id, t.expires_at, t.last_used_at, u.id AS user_id, u.email, u.created_at AS user_created_at
-           FROM api_tokens t JOIN users u ON u.id = t.user_id
-          WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
-        [hashToken(token)],
-      );
+    const users = entityRows(this.ds, User, 'u');
+    const [row]: Array<Record<string, unknown> & { token_id: string; token_expires_at: Date | null; token_last_used_at: Date | null }> = await this.ds.query(
+      `SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, ${users.select}
+         FROM api_tokens t JOIN users u ON u.id = t.user_id
+        WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+      [hashToken(token)],
+    );
     const now = this.clock.now();
-    if (!row || (row.expires_at && row.expires_at <= now)) return null;
-    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_GRANULARITY_MS) {
-      await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [row.id, now]);
+    if (!row || (row.token_expires_at && row.token_expires_at <= now)) return null;
+    if (!row.token_last_used_at || now.getTime() - row.token_last_used_at.getTime() >= LAST_USED_GRANULARITY_MS) {
+      await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [row.token_id, now]);
     }
-    const user = Object.assign(new User(), { id: row.user_id, email: row.email, createdAt: row.user_created_at });
-    return { user, tokenId: row.id };
+    return { user: users.map(row), tokenId: row.token_id };
   }
 
   async createApiToken(ctx: Context, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {

@@ -3,6 +3,7 @@ import { DataSource, In } from 'typeorm';
 import { Page, toPage } from '../../graphql/pagination';
 import { Deployment, DeploymentStatus } from './deployment.entity';
 import { oneEach } from '../../graphql/batch';
+import { entityRows } from '../../db/rows';
 
 /** One egg's page of deployments, newest first: `limit` after the id `after`, in `status` if set. */
 export interface DeploymentPageKey {
@@ -31,28 +32,31 @@ export function deploymentsLoaders(ds: DataSource) {
     }),
     /**
      * `App.deployments` of every egg of a list: per page shape (status, size, cursor), one
-     * statement picks each egg's ids (LATERAL … LIMIT) and one loads those rows.
+     * statement reads each egg's page (LATERAL … LIMIT).
      */
     deploymentPageByApp: new DataLoader<DeploymentPageKey, Page<Deployment>, string>(
       async (keys) => {
         const shapes = new Map<string, DeploymentPageKey[]>();
         for (const k of keys) {
           const shape = JSON.stringify([k.status, k.limit, k.after]);
-          shapes.set(shape, [...(shapes.get(shape) ?? []), k]);
+          const group = shapes.get(shape);
+          if (group) group.push(k);
+          else shapes.set(shape, [k]);
         }
         const pages = new Map<DeploymentPageKey, Page<Deployment>>();
+        const r = entityRows(ds, Deployment, 'd');
         for (const group of shapes.values()) {
           const { status, limit, after } = group[0];
           const appIds = [...new Set(group.map((k) => k.appId))];
-          const picked: Array<{ id: string }> = await ds.query(
-            `SELECT d.id FROM unnest($1::text[]) AS a(id)
-               CROSS JOIN LATERAL (SELECT id FROM deployments
+          const rows = await r.query(
+            ds,
+            `SELECT ${r.select} FROM unnest($1::text[]) AS a(id)
+               CROSS JOIN LATERAL (SELECT * FROM deployments
                                     WHERE app_id = a.id AND ($2::text IS NULL OR status::text = $2) AND ($3::text IS NULL OR id < $3)
-                                    ORDER BY id DESC LIMIT $4) d`,
+                                    ORDER BY id DESC LIMIT $4) d
+              ORDER BY d.id DESC`,
             [appIds, status, after, limit + 1],
           );
-          const rows = picked.length ? await ds.getRepository(Deployment).findBy({ id: In(picked.map((p) => p.id)) }) : [];
-          rows.sort((a, b) => (a.id < b.id ? 1 : -1));
           for (const k of group) pages.set(k, toPage(rows.filter((d) => d.appId === k.appId), limit, (d) => d.id));
         }
         return keys.map((k) => pages.get(k)!);

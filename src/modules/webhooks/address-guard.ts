@@ -1,6 +1,7 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { within } from '../../timeout';
 
 /** For allow-list matching, an IPv4-mapped IPv6 address is the IPv4 address it maps. */
 function canonical(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
@@ -43,12 +44,6 @@ function notFound(host: string): NodeJS.ErrnoException {
 /** A registration waits this long for DNS; an unanswered name passes, as an unresolvable one does. */
 const LOOKUP_TIMEOUT_MS = 5000;
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`DNS lookup timed out after ${ms} ms`)), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 /**
  * Decides which webhook targets the gateway may connect to. Private, loopback, link-local,
  * CGNAT, unique-local, unspecified, multicast and other non-unicast addresses are refused, both
@@ -81,7 +76,9 @@ export class AddressGuard {
     let resolved: dns.LookupAddress[];
     try {
       if (isInvalidName(url.hostname)) throw notFound(url.hostname);
-      resolved = await withTimeout(dns.promises.lookup(url.hostname, { all: true, verbatim: true }), LOOKUP_TIMEOUT_MS);
+      resolved = await within(dns.promises.lookup(url.hostname, { all: true, verbatim: true }), LOOKUP_TIMEOUT_MS, () => {
+        throw new Error(`DNS lookup timed out after ${LOOKUP_TIMEOUT_MS} ms`);
+      });
     } catch {
       return null;
     }

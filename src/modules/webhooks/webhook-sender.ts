@@ -2,6 +2,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { Webhook as Signer } from 'standardwebhooks';
 import { AddressGuard } from './address-guard';
+import { within } from '../../timeout';
 
 export interface SendResult {
   ok: boolean;
@@ -40,9 +41,7 @@ export class WebhookSender {
     }
     // One budget for the whole attempt, the address check's DNS lookup included.
     const timedOut = `timed out after ${this.opts.timeoutMs} ms`;
-    let timer: NodeJS.Timeout | undefined;
-    const outOfTime = new Promise<typeof OUT_OF_TIME>((resolve) => (timer = setTimeout(() => resolve(OUT_OF_TIME), this.opts.timeoutMs)));
-    const refused = await Promise.race([this.guard.refusal(target), outOfTime]).finally(() => clearTimeout(timer));
+    const refused = await within(this.guard.refusal(target), this.opts.timeoutMs, (): typeof OUT_OF_TIME => OUT_OF_TIME);
     if (refused === OUT_OF_TIME) return done(null, timedOut);
     if (refused) return done(null, `refused: ${refused}`);
     const left = Math.max(1, this.opts.timeoutMs - (Date.now() - started));

@@ -1,0 +1,17 @@
+/**
+ * `promise`, or what `late()` returns (or throws) if it has not settled within `ms`. The timer
+ * is cleared either way; `promise` itself is not cancelled.
+ */
+export function within<T, F>(promise: Promise<T>, ms: number, late: () => F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<F>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(late());
+      } catch (err) {
+        reject(err);
+      }
+    }, ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
