@@ -57,6 +57,8 @@ const S = {
   // deploymentLogBatches (several lines per message) or deploymentLogs (one line per message).
   logField: logField(process.env.BENCH_LOG_FIELD ?? 'deploymentLogBatches'),
   only: new Set((process.env.BENCH_ONLY ?? 'http,nested,refusal,ingest,cron,logs').split(',').map((s) => s.trim())),
+  // Where the JSON goes (test/bench/smoke.test.ts points it at a temp dir).
+  resultsDir: process.env.BENCH_RESULTS_DIR ?? path.resolve(__dirname, 'results'),
 };
 
 const ROOT = path.resolve(__dirname, '..');
@@ -767,9 +769,8 @@ async function main() {
       rows,
       raw,
     };
-    const dir = path.join(ROOT, 'bench', 'results');
-    mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `${result.at.replace(/[:.]/g, '-')}.json`);
+    mkdirSync(S.resultsDir, { recursive: true });
+    const file = path.join(S.resultsDir, `${result.at.replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
     process.stdout.write(`\n${table()}\n\n`);
     process.stdout.write(

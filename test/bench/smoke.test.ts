@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+interface Row {
+  measure: string;
+  gateway: number | string | null;
+  baseline: number | string | null;
+  ratio: number | null;
+  goal: string;
+  met: boolean | null;
+}
+
+/**
+ * `npm run bench` itself, shrunk (1-second measurements, 5 subscribers, 50 crons): every phase
+ * runs against its baseline on a fresh database of the test server, one table is printed and
+ * written as JSON. Speed is the benchmark's business, not this test's: it checks that the harness
+ * works and that what it counts is right (every line reaches every subscriber, the nested list's
+ * statements stay constant, a refused operation runs no SQL, every due cron starts).
+ */
+describe('npm run bench (shrunk)', () => {
+  let dir: string;
+  let out = '';
+  let code: number | null = null;
+  let rows: Row[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-bench-'));
+    const proc = spawn(process.execPath, ['-r', '@swc-node/register', 'bench/run.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: process.env.HATCHERY_TEST_SERVER_URL,
+        BENCH_RESULTS_DIR: dir,
+        BENCH_SECONDS: '1',
+        BENCH_WARMUP_SECONDS: '0',
+        BENCH_CONNECTIONS: '2',
+        BENCH_LOG_RATE: '200',
+        BENCH_LOG_SECONDS: '1',
+        BENCH_SUBSCRIBERS: '5',
+        BENCH_DRAIN_MS: '20000',
+        BENCH_INGEST_LINES: '2000',
+        BENCH_CRONS: '50',
+        BENCH_CRON_TICK_MS: '200',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout.on('data', (c) => (out += c));
+    proc.stderr.on('data', (c) => (out += c));
+    code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    if (files.length === 1) rows = JSON.parse(readFileSync(path.join(dir, files[0]), 'utf8')).rows;
+  }, 240_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const row = (start: string): Row => {
+    const r = rows.find((x) => x.measure.startsWith(start));
+    if (!r) throw new Error(`no row "${start}" in ${JSON.stringify(rows.map((x) => x.measure))}\n${out}`);
+    return r;
+  };
+
+  it('exits 0, prints the table and writes every row as JSON', () => {
+    expect({ code, tail: code === 0 ? '' : out.slice(-3000) }).toEqual({ code: 0, tail: '' });
+    expect(rows.map((r) => r.measure)).toEqual([
+      'REST GET /deployments?limit=20: throughput (req/s)',
+      'REST GET /deployments?limit=20: p99 latency (ms)',
+      'GraphQL deployments(first: 20): throughput (req/s)',
+      'GraphQL deployments(first: 20): p99 latency (ms)',
+      'Nested list (app, owner): SQL statements per request, 50 vs 5',
+      'Nested list of 50: throughput vs flat list of 50 (req/s)',
+      'Refused operation (over the alias limit): SQL statements',
+      'Refused operation: throughput (req/s)',
+      'Refused operation: p99 latency (ms)',
+      'Log ingestion into PostgreSQL (lines/s, median round)',
+      'Cron: 50 due at once, started / latest start after due (s)',
+      'Live logs (5 subscribers): lines/s written (target 200)',
+      'Live logs: share of lines delivered to every subscriber',
+      'Live logs: lines/s delivered (all subscribers)',
+      'Live logs: p99 delivery latency (ms)',
+    ]);
+    for (const r of rows) expect(out).toContain(`| ${r.measure}`);
+    // Every HTTP figure is a ratio against a baseline measured in the same run.
+    for (const r of rows.filter((x) => /req\/s|lines\/s/.test(x.measure))) {
+      expect(r.gateway).toEqual(expect.any(Number));
+      expect(r.baseline).toEqual(expect.any(Number));
+      expect(r.ratio).toEqual(expect.any(Number));
+    }
+  });
+
+  it('counts right: every line to every subscriber, constant nested statements, no SQL for a refusal, every cron started', () => {
+    expect(row('Live logs: share of lines delivered')).toMatchObject({ gateway: 1, baseline: 1, met: true });
+    expect(row('Nested list (app, owner): SQL statements')).toMatchObject({ met: true });
+    expect(row('Nested list (app, owner): SQL statements').gateway).toEqual(expect.any(Number));
+    expect(row('Refused operation (over the alias limit): SQL statements')).toMatchObject({ gateway: 0, met: true });
+    expect(String(row('Cron: 50 due at once').gateway)).toMatch(/^50 \/ /);
+  });
+});
