@@ -1,6 +1,7 @@
 /**
  * `promise`, or what `late()` returns (or throws) if it has not settled within `ms`. The timer
- * is cleared either way; `promise` itself is not cancelled.
+ * is cleared either way, and never keeps the process alive by itself; `promise` itself is not
+ * cancelled.
  */
 export function within<T, F>(promise: Promise<T>, ms: number, late: () => F): Promise<T | F> {
   let timer: NodeJS.Timeout | undefined;
@@ -11,7 +12,7 @@ export function within<T, F>(promise: Promise<T>, ms: number, late: () => F): Pr
       } catch (err) {
         reject(err);
       }
-    }, ms);
+    }, ms).unref();
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

@@ -39,7 +39,7 @@ export class GuardedClient extends Client {
   override query(...args: unknown[]): never {
     const result = (Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
     if (this.replyTimeoutMs > 0 && result instanceof Promise) {
-      const timer = setTimeout(() => this.giveUp(), this.replyTimeoutMs);
+      const timer = setTimeout(() => this.giveUp(), this.replyTimeoutMs).unref(); // the statement, not this timer, keeps the process busy
       const done = () => clearTimeout(timer);
       result.then(done, done);
     }
