@@ -163,6 +163,31 @@ describe('collaborators', () => {
     expect((await gql(t.url, stranger.token, AppDocument, { slug: app.slug })).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
   });
 
+  it('a collaborator cannot add or remove collaborators (owner only): FORBIDDEN, and nothing changes', async () => {
+    const owner = await makeUser(t.gateway);
+    const member = await makeUser(t.gateway);
+    const other = await makeUser(t.gateway);
+    const friend = await makeUser(t.gateway);
+    const app = await makeApp(t.url, owner);
+    await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: app.slug, email: member.email });
+    await gqlOk(t.url, owner.token, AddCollaboratorDocument, { app: app.slug, email: other.email });
+
+    const add = await gql(t.url, member.token, AddCollaboratorDocument, { app: app.slug, email: friend.email });
+    expect(add.data ?? null).toBeNull();
+    expect(add.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    const remove = await gql(t.url, member.token, RemoveCollaboratorDocument, { app: app.slug, email: other.email });
+    expect(remove.data ?? null).toBeNull();
+    expect(remove.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    // Not even themselves, nor the owner.
+    for (const email of [member.email, owner.email]) {
+      expect((await gql(t.url, member.token, RemoveCollaboratorDocument, { app: app.slug, email })).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    }
+
+    const ids = (await gqlOk(t.url, owner.token, AppDocument, { slug: app.slug })).app.collaborators.map((c) => c.id).sort();
+    expect(ids).toEqual([member.id, other.id].sort());
+    expect(await collaboratorRows(app.id)).toBe(2);
+  });
+
   it('removing an account that is not a collaborator → NOT_FOUND', async () => {
     const owner = await makeUser(t.gateway);
     const other = await makeUser(t.gateway);

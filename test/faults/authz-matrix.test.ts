@@ -80,9 +80,9 @@ const gqlFixtures: Record<string, (f: Furnished) => Record<string, unknown>> = {
   'Subscription.deploymentLogBatches': (f) => ({ id: f.deployments[0] }),
 };
 
-/** CONTRACT.md: collaborators may do everything the owner may, except PATCH resources. */
+/** CONTRACT.md: collaborators may do everything the owner may, except PATCH resources and managing collaborators. */
 const OWNER_ONLY_ROUTES = ['PATCH /apps/:slug/resources'];
-const OWNER_ONLY_FIELDS = ['Mutation.updateResources'];
+const OWNER_ONLY_FIELDS = ['Mutation.updateResources', 'Mutation.addCollaborator', 'Mutation.removeCollaborator'];
 
 const SCOPE_ARGS = new Set(['id', 'app', 'slug', 'project', 'to']);
 

@@ -28,7 +28,7 @@ export class AppsResolver {
     return ctx.services.apps.createApp(ctx, input);
   }
 
-  @Mutation(() => App, { description: 'Lets another account read and deploy the egg.' })
+  @Mutation(() => App, { description: 'Lets another account read and deploy the egg (owner only).' })
   addCollaborator(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
@@ -37,7 +37,7 @@ export class AppsResolver {
     return ctx.services.apps.addCollaborator(ctx, app, email);
   }
 
-  @Mutation(() => App, { description: 'Takes a collaborator’s access away.' })
+  @Mutation(() => App, { description: 'Takes a collaborator’s access away (owner only); their open streams on the egg end with NOT_FOUND.' })
   removeCollaborator(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,

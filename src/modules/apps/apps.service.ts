@@ -79,8 +79,7 @@ export class AppsService {
 
   /** The owner's override of the egg's memory; `null` clears it. Collaborators may not. */
   async updateResources(ctx: Context, slug: string, input: { memoryMb?: number | null }): Promise<App> {
-    const app = await this.getVisible(ctx, slug);
-    if (app.ownerId !== requireViewer(ctx).id) throw new Forbidden('Only the egg’s owner can change its resources');
+    const app = await this.getOwned(ctx, slug, 'change its resources');
     const { memoryMb } = input;
     if (memoryMb === undefined) throw ValidationFailed.field('memoryMb', 'is required: an integer of at least 64, or null to clear the override');
     if (memoryMb !== null) {
@@ -93,8 +92,15 @@ export class AppsService {
     return app;
   }
 
-  async addCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
+  /** The egg, for a change only its owner may make: a collaborator gets 403, anyone else 404. */
+  private async getOwned(ctx: Context, slug: string, action: string): Promise<App> {
     const app = await this.getVisible(ctx, slug);
+    if (app.ownerId !== requireViewer(ctx).id) throw new Forbidden(`Only the egg’s owner can ${action}`);
+    return app;
+  }
+
+  async addCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
+    const app = await this.getOwned(ctx, slug, 'add collaborators');
     const user = await this.accounts.findUserByEmail(email);
     if (!user) throw new NotFound('Account', email);
     if (user.id === app.ownerId) throw ValidationFailed.field('email', 'is the owner of this egg');
@@ -110,7 +116,7 @@ export class AppsService {
   }
 
   async removeCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
-    const app = await this.getVisible(ctx, slug);
+    const app = await this.getOwned(ctx, slug, 'remove collaborators');
     const user = await this.accounts.findUserByEmail(email);
     const removed = user ? await this.ds.getRepository(Collaborator).delete({ appId: app.id, userId: user.id }) : null;
     if (!removed?.affected) throw new NotFound('Collaborator', email);
