@@ -220,7 +220,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         '==> Compiling',
         '==> Creating image',
         '==> Build succeeded',
-        expect.stringMatching(new RegExp(`^✔ live https://${slug}-\\w+\\.hatchery\\.run$`)),
+        `✔ live https://${slug}--${id.slice(-8)}.hatchery.run`,
         '',
       ]);
       const { deployment } = await gqlOk(t.url, user.token, DeploymentDocument, { id });

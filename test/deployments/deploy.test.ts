@@ -21,7 +21,7 @@ describe('POST /deploy', () => {
     expect(res.body).toMatchObject({ status: 'building', project: slug, finished_at: null });
     expect([...res.body.env_keys].sort()).toEqual(['A_VAR', 'B_VAR']);
     expect(res.body.id).toMatch(/^dep_[0-9a-z]{26}$/);
-    expect(res.body.url).toMatch(new RegExp(`^https://${slug}-[0-9a-z]+\\.`));
+    expect(res.body.url).toBe(`https://${slug}--${res.body.id.slice(-8)}.hatchery.run`);
     expect(res.body.created_at).toMatch(ISO_MS);
 
     expect(await settle(t.url, owner, res.body.id)).toBe('LIVE');

@@ -47,7 +47,7 @@ describe('preview environments: create, update, list, delete', () => {
         created_at: iso(now),
       });
       expect(res.body.created_at).toMatch(ISO_MS);
-      expect(new URL(res.body.url).hostname.startsWith(`${slug}-pr-12.`)).toBe(true);
+      expect(new URL(res.body.url).hostname.startsWith(`${slug}--pr-12.`)).toBe(true);
 
       // While the runtime builds, the preview reads as building.
       expect(await listedPreview(t, owner.token, slug, 12)).toEqual(res.body);

@@ -1,5 +1,5 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
-import { Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
 import { User } from '../accounts/user.entity';
 
 export enum Tier {
@@ -10,12 +10,14 @@ registerEnumType(Tier, { name: 'Tier', description: 'The plan an egg runs on; se
 
 @ObjectType({ simpleResolvers: true, description: 'An egg: an app on the platform, addressed by its slug.' })
 @Entity('apps')
+// `--` separates a slug from the rest of a deployment's or preview's host (see hosts.ts).
+@Check('apps_slug_single_dashes', `"slug" NOT LIKE '%--%'`)
 export class App {
   @Field(() => ID, { description: 'Egg id, `app_…`.' })
   @PrimaryColumn('text')
   id: string;
 
-  @Field(() => String, { description: 'Unique address of the egg: lower-case letters, digits and dashes, 3–40 characters.' })
+  @Field(() => String, { description: 'Unique address of the egg: lower-case letters, digits and single dashes (never `--`), 3–40 characters.' })
   @Column('text', { unique: true })
   slug: string;
 

@@ -8,8 +8,8 @@ import { pgCode } from '../../db/transaction';
 import { AccountsService } from '../accounts/accounts.service';
 import { App, Tier, TIERS } from './app.entity';
 import { Collaborator } from './collaborator.entity';
+import { hostUrl, SLUG_RE, SLUG_RULE } from './hosts';
 
-export const SLUG_RE = /^[a-z][a-z0-9-]{1,38}[a-z0-9]$/;
 
 /** SQL: ids of the eggs the user in parameter `viewer` (`:viewerId`, `$1`) may see (owner or collaborator). */
 export const visibleAppIds = (viewer: string) => `(SELECT a.id FROM apps a WHERE a.owner_id = ${viewer}
@@ -29,7 +29,7 @@ export class AppsService {
   async createApp(ctx: Context, input: { slug: string }): Promise<App> {
     const viewer = requireViewer(ctx);
     if (!SLUG_RE.test(input.slug)) {
-      throw ValidationFailed.field('slug', 'must be 3 to 40 characters: a lower-case letter, then lower-case letters, digits or dashes, ending in a letter or digit');
+      throw ValidationFailed.field('slug', SLUG_RULE);
     }
     const now = this.clock.now();
     const app = this.ds.getRepository(App).create({
@@ -138,6 +138,6 @@ export class AppsService {
   }
 
   mainUrl(app: App): string {
-    return `https://${app.slug}.${this.appsDomain}`;
+    return hostUrl({ kind: 'app', slug: app.slug }, this.appsDomain);
   }
 }

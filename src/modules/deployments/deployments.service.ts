@@ -20,6 +20,7 @@ import { BuildSupervisor } from './deployments.supervisor';
 import { IdempotencyKey } from './idempotency-key.entity';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
+import { deploymentSuffix, hostUrl } from '../apps/hosts';
 
 
 /** Filters and page of a deployment list. */
@@ -134,7 +135,7 @@ export class DeploymentsService {
       appId: app.id,
       status: DeploymentStatus.BUILDING,
       revision: 1,
-      url: `https://${app.slug}-${id.slice(-8)}.${this.deps.appsDomain}`,
+      url: hostUrl({ kind: 'deployment', slug: app.slug, suffix: deploymentSuffix(id) }, this.deps.appsDomain),
       envSealed,
       envKeys: [...envKeys].sort(),
       memoryMb: effectiveMemoryMb(app),

@@ -9,6 +9,7 @@ import { effectiveMemoryMb } from '../apps/app.entity';
 import { AppsService } from '../apps/apps.service';
 import { Preview, PreviewResource, PreviewResourceKind, PreviewStatus } from './preview.entity';
 import { InFlight } from '../../in-flight';
+import { hostLabel } from '../apps/hosts';
 
 export const MAX_PREVIEWS_PER_EGG = 3;
 
@@ -68,8 +69,9 @@ export class PreviewsService {
         if (count >= MAX_PREVIEWS_PER_EGG) {
           throw new LimitExceeded('prNumber', `an egg has at most ${MAX_PREVIEWS_PER_EGG} previews; delete one first`);
         }
+        // Its name stays `<egg>-pr-<n>`; its host has the `--` no egg's slug can hold.
         const previewSlug = `${app.slug}-pr-${prNumber}`;
-        const host = `${previewSlug}.${this.opts.appsDomain}`;
+        const host = `${hostLabel({ kind: 'preview', slug: app.slug, pr: prNumber })}.${this.opts.appsDomain}`;
         const preview = tx.create(Preview, {
           id: newId('prv', now),
           appId: app.id,
