@@ -740,6 +740,8 @@ async function main() {
       HATCHERY_ENERGY_FREE_WEEKLY: '10000000',
       // Abuse limits stay on, but far above what one benchmark token sends.
       HATCHERY_RATE_LIMIT_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
+      // Every subscriber and load connection comes from 127.0.0.1.
+      HATCHERY_MAX_CONNECTIONS_PER_IP: String(S.subscribers + S.connections + 100),
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
     gateway = buildApp(config, { logger, db: { onQuery: (sql) => { if (!counter.on) return; counter.n++; if (process.env.BENCH_PRINT_SQL) log(`  SQL: ${sql.replace(/\s+/g, ' ')}`); } } });

@@ -185,6 +185,9 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           wsMaxSubscriptions: config.wsMaxSubscriptions,
           rateLimit: { perMin: config.rateLimit.perMin, anonPerMin: config.rateLimit.anonPerMin, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
           trustProxy: config.trustProxy,
+          requestTimeoutMs: config.requestTimeoutMs,
+          idleTimeoutMs: config.idleTimeoutMs,
+          maxConnectionsPerIp: config.maxConnectionsPerIp,
         },
       });
       await services.deployments.start();

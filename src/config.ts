@@ -65,6 +65,12 @@ export interface Config {
   wsMaxSubscriptions: number;
   /** Largest request body (and graphql-ws message), bytes. */
   bodyLimitBytes: number;
+  /** The whole HTTP request (headers and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** An HTTP connection with no bytes either way for this long is closed. */
+  idleTimeoutMs: number;
+  /** Open connections per client address; 0: no cap. */
+  maxConnectionsPerIp: number;
   /** Longest any SQL statement of the gateway may run. */
   dbStatementTimeoutMs: number;
   /** How long opening a database connection (or waiting for one from a pool) may take. */
@@ -170,6 +176,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     wsMaxSubscriptions: int(env, 'HATCHERY_WS_MAX_SUBSCRIPTIONS', 100, 1, 100_000),
     bodyLimitBytes: int(env, 'HATCHERY_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    requestTimeoutMs: int(env, 'HATCHERY_REQUEST_TIMEOUT_MS', 30_000, 1000, 3_600_000),
+    idleTimeoutMs: int(env, 'HATCHERY_IDLE_TIMEOUT_MS', 120_000, 1000, 3_600_000),
+    maxConnectionsPerIp: int(env, 'HATCHERY_MAX_CONNECTIONS_PER_IP', 256, 0, 1_000_000),
     dbStatementTimeoutMs: int(env, 'HATCHERY_DB_STATEMENT_TIMEOUT_MS', 30_000, 0, 86_400_000),
     dbConnectTimeoutMs: int(env, 'HATCHERY_DB_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     stripeTimeoutMs: int(env, 'HATCHERY_STRIPE_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -16,6 +16,7 @@ export const ERROR_HTTP: Record<ErrorCode, { status: number; code: string; title
   BAD_REQUEST: { status: 400, code: 'bad_request', title: 'Bad Request' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', title: 'Unsupported Media Type' },
   PAYLOAD_TOO_LARGE: { status: 413, code: 'payload_too_large', title: 'Payload Too Large' },
+  REQUEST_TIMEOUT: { status: 408, code: 'request_timeout', title: 'Request Timeout' },
   SERVICE_UNAVAILABLE: { status: 503, code: 'service_unavailable', title: 'Service Unavailable' },
   INTERNAL_SERVER_ERROR: { status: 500, code: 'internal_error', title: 'Internal Server Error' },
 };

@@ -1,3 +1,4 @@
+import type { ApolloServerPlugin } from '@apollo/server';
 import { FastifyInstance, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
 import type { Context as WsContext } from 'graphql-ws';
@@ -32,19 +33,65 @@ function operationOf(req: FastifyRequest): OperationRequest | null {
   };
 }
 
+/** The GraphQL-over-HTTP parameters of a GET, each of which must appear at most once, as a string. */
+const GET_PARAMETERS = ['query', 'variables', 'operationName', 'extensions'] as const;
+
+/** What the preHandler checked for a request, for the Apollo plugin to compare with what runs. */
+const checkedByRequest = new WeakMap<FastifyRequest, OperationRequest>();
+
 /**
  * Operations over the limits are refused with 400 before anything else happens: no token lookup,
- * no SQL. Their errors carry `extensions.code = BAD_USER_INPUT` and `extensions.limit`.
+ * no SQL. Their errors carry `extensions.code = BAD_USER_INPUT` and `extensions.limit`. A GET
+ * whose parameters are repeated (`?query=a&query=b`) is a 400: the limits must see the very text
+ * that runs. `limitsPlugin` checks again, inside Apollo, whatever was not checked here.
  */
 export function registerOperationLimits(app: FastifyInstance, guard: OperationGuard): void {
   app.addHook('preHandler', async (req, reply) => {
     if (!isGraphQLRoute(req)) return;
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const query = (req.query ?? {}) as Record<string, unknown>;
+      const repeated = GET_PARAMETERS.filter((name) => Object.hasOwn(query, name) && typeof query[name] !== 'string');
+      if (repeated.length) {
+        const message = `The URL must give ${repeated.map((n) => `\`${n}\``).join(', ')} at most once, as a single value`;
+        return sendGraphQLErrors(reply, 400, [{ message, extensions: { code: 'BAD_REQUEST' } }]);
+      }
+    }
     const operation = operationOf(req);
     if (!operation) return;
     const errors = guard.check(operation);
-    if (!errors.length) return;
+    if (!errors.length) {
+      checkedByRequest.set(req, operation);
+      return;
+    }
     return sendGraphQLErrors(reply, 400, errors.map((e) => e.toJSON()));
   });
+}
+
+/** What `registerOperationLimits` checked for this request, if it did (for the Apollo context). */
+export const checkedOperation = (req: FastifyRequest): OperationRequest | undefined => checkedByRequest.get(req);
+
+const sameVariables = (a: unknown, b: unknown) => a === b || JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/**
+ * The limits, checked on exactly the text, variables and operation name Apollo executes. The
+ * preHandler has normally checked them already (before the token lookup); this catches any
+ * request Apollo reads differently from Fastify, so no way of writing a request skips the limits.
+ */
+export function limitsPlugin<C extends object>(guard: OperationGuard, checkedFor: (ctx: C) => OperationRequest | undefined): ApolloServerPlugin<C> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ source, request, contextValue }) {
+          const operationName = request.operationName ?? null;
+          const checked = checkedFor(contextValue);
+          if (checked && checked.query === source && (checked.operationName ?? null) === operationName && sameVariables(checked.variables, request.variables)) return;
+          const [error] = guard.check({ query: source, variables: request.variables ?? null, operationName });
+          if (!error) return;
+          throw new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: 400 } } });
+        },
+      };
+    },
+  };
 }
 
 type Ctx = WsContext<Record<string, unknown> | undefined, Extra>;

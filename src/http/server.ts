@@ -22,7 +22,9 @@ import { registerOpenApi } from './openapi';
 import { registerExplorer } from './explorer';
 import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { routes } from '../rest/routes';
-import { quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
+import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
+import { OperationRequest } from '../graphql/limits';
+import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
 import { sharedPayloads } from './ws-payloads';
 import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
@@ -65,7 +67,16 @@ export interface HttpLimits {
   rateLimit: Omit<RateLimiterOptions, 'log'>;
   /** Whose X-Forwarded-For names the client, for per-IP limits over HTTP and graphql-ws. */
   trustProxy: TrustProxy;
+  /** The whole request (headers and body) must arrive within this. */
+  requestTimeoutMs: number;
+  /** A connection with no bytes either way for this long is closed. */
+  idleTimeoutMs: number;
+  /** Open connections per client address (0: no cap); proxies named by trustProxy are not capped. */
+  maxConnectionsPerIp: number;
 }
+
+/** The request line and headers must arrive within this (or the request timeout, if shorter). */
+const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface HttpServer {
   app: FastifyInstance;
@@ -113,6 +124,13 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     genReqId: () => requestId(),
     requestIdHeader: false,
     bodyLimit: deps.limits.bodyLimitBytes,
+    // A client that sends its request slowly (a byte every few seconds) is cut off, not served
+    // forever; the check runs every second, so a request is cut at most a second late.
+    requestTimeout: deps.limits.requestTimeoutMs,
+    connectionTimeout: deps.limits.idleTimeoutMs,
+    http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(HEADERS_TIMEOUT_MS, deps.limits.requestTimeoutMs) },
+    // What Node's HTTP parser refuses (bad headers, a request too slow) gets a problem body too.
+    clientErrorHandler,
     // The router's own refusals get problem bodies too: a malformed URL (400), a path parameter
     // too long to name anything (404, not an undocumented 414).
     frameworkErrors: (err, _req, reply) => {
@@ -126,7 +144,13 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const limiter = new RateLimiter({ ...deps.limits.rateLimit, log: deps.log });
   await limiter.start();
 
+  capConnectionsPerClient(app.server, deps.limits.maxConnectionsPerIp, trust, deps.log);
   app.addHook('onRequest', (req, _reply, done) => requestScope.run({ reqId: req.id }, done));
+  // A request the framework cannot make sense of (a malformed Host, a fragment in the target) is a 400.
+  app.addHook('onRequest', async (req, reply) => {
+    const problem = malformedRequest(req);
+    if (problem) return sendRefusal(req, reply, 'BAD_REQUEST', problem);
+  });
   deps.metrics.instrument(app); // request counts and latency per route; GET /metrics
   registerRateLimit(app, limiter);
 
@@ -168,6 +192,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   const format = (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, deps.log);
 
+  /** What the operation limits checked for each HTTP request's context (see limitsPlugin). */
+  const checked = new WeakMap<Context, OperationRequest>();
   const apollo = new ApolloServer<Context>({
     schema: deps.schema,
     formatError: format,
@@ -176,6 +202,9 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     introspection: true,
     // Only full query texts, which the operation limits see before Apollo does.
     persistedQueries: false,
+    // A request carrying Authorization (or a header Apollo names) is never a "simple" CORS request,
+    // so no other site can make a browser send it: GET queries with a bearer token are served.
+    csrfPrevention: { requestHeaders: ['authorization', 'x-apollo-operation-name', 'apollo-require-preflight'] },
     validationRules: guard.rules,
     plugins: [
       fastifyApolloDrainPlugin(app),
@@ -186,6 +215,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       requestIdPlugin(),
       subscriptionsOverWsOnly,
       unavailableStatus,
+      limitsPlugin<Context>(guard, (ctx) => checked.get(ctx)),
     ],
     logger: { debug: () => undefined, info: () => undefined, warn: (m) => deps.log.warn(m), error: (m) => deps.log.error(m) },
   });
@@ -196,7 +226,10 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     path: GRAPHQL_PATH,
     context: async (req) => {
       try {
-        return await deps.buildContext.authenticate(req.headers.authorization, req.id);
+        const ctx = await deps.buildContext.authenticate(req.headers.authorization, req.id);
+        const operation = checkedOperation(req);
+        if (operation) checked.set(ctx, operation);
+        return ctx;
       } catch (err) {
         const known = knownFailure(err);
         if (!(known instanceof DomainError)) throw err;

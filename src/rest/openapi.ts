@@ -424,7 +424,7 @@ const STATUS_TEXT: Record<number, string> = { 200: 'OK', 201: 'Created', 204: 'D
 
 /** Error statuses every table route can answer, and when a row adds more. */
 function errorStatuses(route: Route): number[] {
-  const statuses = [400, 401, 404, 422, 429, 500, 503];
+  const statuses = [400, 401, 404, 408, 422, 429, 500, 503];
   if (route.body) statuses.push(413, 415);
   if (route.ownerOnly) statuses.push(403);
   return statuses.sort((a, b) => a - b);
@@ -544,10 +544,11 @@ function errorResponses(): Record<string, JsonSchema> {
     byStatus.set(status, entry);
   }
   const when: Record<number, string> = {
-    400: 'The body is not valid JSON or not a JSON object, or `API-Version` names no release.',
+    400: 'The body is not valid JSON or not a JSON object, `API-Version` names no release, or the request itself is malformed (a bad `Host`, a `#` in the target).',
     401: 'The bearer token is missing, malformed, unknown, expired or revoked.',
     403: 'The egg is visible to the caller, who is not its owner.',
     404: 'Nothing with this id, slug or number that the caller can see (an egg the caller cannot see is never revealed).',
+    408: 'The request (headers and body) did not arrive within `HATCHERY_REQUEST_TIMEOUT_MS` (30 s by default); the connection is closed.',
     413: 'The body is larger than the gateway accepts (`HATCHERY_BODY_LIMIT_BYTES`, 1 MiB by default).',
     415: 'The body is not `application/json`.',
     422: 'A field is missing, of the wrong type, out of range or unknown (`validation_failed`), or a tier cap or count limit is reached (`limit_exceeded`). `errors` names each field.',

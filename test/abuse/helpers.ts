@@ -1,3 +1,4 @@
+import net from 'node:net';
 import http from 'node:http';
 import { Client as WsClient, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -155,4 +156,60 @@ export function openStream(client: WsClient, query: string, variables?: Record<s
   });
   ended.catch(() => undefined);
   return { items, first, waitFor, ended, unsubscribe: () => unsubscribe() };
+}
+
+/** What came back on a raw TCP connection, and when it closed (ms after it opened). */
+export interface RawExchange {
+  text: string;
+  /** The status line's code, or 0 when nothing came back. */
+  status: number;
+  /** The JSON body, when there is one. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  closedAfterMs: number;
+}
+
+/**
+ * Writes `parts` to a raw TCP connection (for requests no HTTP client would send), one every
+ * `everyMs`, and resolves with what came back once the server closes it; rejects if it is still
+ * open after `timeoutMs`.
+ */
+export function rawExchange(
+  baseUrl: string,
+  parts: string[],
+  opts: { everyMs?: number; timeoutMs?: number; from?: string } = {},
+): Promise<RawExchange> {
+  const url = new URL(baseUrl);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: url.hostname, port: Number(url.port), localAddress: opts.from ?? '127.0.0.1' });
+    let text = '';
+    let next = 0;
+    const write = () => {
+      if (socket.destroyed || next >= parts.length) return;
+      socket.write(parts[next++]);
+      if (next < parts.length) timer = setTimeout(write, opts.everyMs ?? 0);
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const limit = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open for ${opts.timeoutMs ?? 10_000} ms; got ${JSON.stringify(text.slice(0, 200))}`));
+    }, opts.timeoutMs ?? 10_000);
+    socket.on('connect', write);
+    socket.on('data', (d: Buffer) => (text += d.toString('utf8')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      clearTimeout(limit);
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0);
+      const raw = text.split('\r\n\r\n').slice(1).join('\r\n\r\n');
+      let body: unknown;
+      try {
+        body = raw ? JSON.parse(raw) : undefined;
+      } catch {
+        body = undefined;
+      }
+      resolve({ text, status, body, closedAfterMs: Date.now() - started });
+    });
+  });
 }
