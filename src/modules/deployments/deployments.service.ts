@@ -3,7 +3,7 @@ import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { decodeCursor, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
+import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
 import { entityRows } from '../../db/rows';
 import { endWithConsumer, listenNow, PubSub } from '../../graphql/pubsub';
 import { newId } from '../../ids';
@@ -309,7 +309,7 @@ export class DeploymentsService {
   async logs(ctx: Context, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
     requireViewer(ctx);
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
-    const after = decodeCursor(q.after, (k) => /^seq:\d{1,10}$/.test(k));
+    const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
     const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
     return toPage(rows, limit, (l) => `seq:${l.seq}`);
   }
