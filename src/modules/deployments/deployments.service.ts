@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { ENV_NAME_RULE, isEnvName } from '../../client/env-names';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
@@ -24,7 +25,6 @@ import { LogWriter } from './log-writer';
 
 /** Filters and page of a deployment list. */
 type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
-const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_ENV_VARS = 200;
 const MAX_ENV_VALUE = 32 * 1024;
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -249,7 +249,7 @@ export class DeploymentsService {
     const entries = Object.entries(env);
     if (entries.length > MAX_ENV_VARS) errors.push({ field: 'env', message: `at most ${MAX_ENV_VARS} variables` });
     for (const [k, v] of entries) {
-      if (!ENV_KEY_RE.test(k)) errors.push({ field: `env.${k}`, message: 'name must match ^[A-Za-z_][A-Za-z0-9_]*$' });
+      if (!isEnvName(k)) errors.push({ field: `env.${k}`, message: `name ${ENV_NAME_RULE}` });
       else if (typeof v !== 'string') errors.push({ field: `env.${k}`, message: 'value must be a string' });
       else if (v.length > MAX_ENV_VALUE) errors.push({ field: `env.${k}`, message: `value must be at most ${MAX_ENV_VALUE} characters` });
     }
