@@ -18,7 +18,7 @@ export type DeliveryStatus =
 
 /** What to deploy. */
 export type DeployInput = {
-  /** Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` to string values. Stored encrypted; never returned. */
+  /** Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` (except `__proto__`) to string values. Stored encrypted; never returned. */
   env?: Record<string, unknown> | null | undefined;
   /** Slug of an egg the caller owns or collaborates on. */
   project: string;

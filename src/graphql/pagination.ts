@@ -79,6 +79,15 @@ export function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
 }
 
+/** PostgreSQL `integer`: the largest value an integer-keyed cursor may name. */
+export const PG_INT_MAX = 2_147_483_647;
+
+/** A `<name>:<n>` cursor key over an integer column: `n` canonical (no sign, no leading zero) and at most `max`. */
+export function isIntKey(key: string, name: string, max = PG_INT_MAX): boolean {
+  const m = /^([a-z]+):(0|[1-9]\d{0,9})$/.exec(key);
+  return m !== null && m[1] === name && Number(m[2]) <= max;
+}
+
 /** Decodes a cursor and checks it with `valid`; a foreign or mangled cursor is a 422 on `after`. */
 export function decodeCursor(cursor: string | null | undefined, valid: (key: string) => boolean): string | null {
   if (cursor === null || cursor === undefined) return null;

@@ -42,7 +42,11 @@ export function checkInput(value: unknown, type: GraphQLInputType, path: string,
   }
   if (value === undefined || value === null) return;
   if (type instanceof GraphQLList) {
-    if (!Array.isArray(value)) return checkInput(value, type.ofType, path, errors);
+    // GraphQL coerces a single value to a one-item list; REST JSON follows its OpenAPI schema, an array.
+    if (!Array.isArray(value)) {
+      errors.push({ field: path, message: 'must be an array' });
+      return;
+    }
     if (value.length > MAX_LIST_ITEMS) {
       errors.push({ field: path, message: `must have at most ${MAX_LIST_ITEMS} items` });
       return;
@@ -57,7 +61,7 @@ export function checkInput(value: unknown, type: GraphQLInputType, path: string,
     }
     const fields = type.getFields();
     for (const key of Object.keys(value)) {
-      if (!(key in fields)) errors.push({ field: join(path, key), message: 'is not a known field', asSent: true });
+      if (!Object.hasOwn(fields, key)) errors.push({ field: join(path, key), message: 'is not a known field', asSent: true });
     }
     for (const [name, field] of Object.entries(fields)) {
       checkInput((value as Record<string, unknown>)[name], field.type, join(path, name), errors);

@@ -256,6 +256,15 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(unknownEgg.stderr).toMatch(/not found \(NOT_FOUND\)/);
     });
 
+    it('deploy refuses --env __proto__=… by the gateway’s own rule (it would be dropped, not sent), deploying nothing', async () => {
+      const count = async () => (await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [slug]))[0].n;
+      const before = await count();
+      const bad = await hatch(env, ['deploy', slug, '--env', '__proto__=x']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--env takes KEY=VALUE where KEY must match .* and not be __proto__, got "__proto__=x"/);
+      expect(await count()).toBe(before);
+    });
+
     it('deployments lists newest first, filtered by --app, --status and --limit', async () => {
       const other = (await makeApp(t.url, user)).slug;
       const otherDep = await deploy(t.url, user, other);

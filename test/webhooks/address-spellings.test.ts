@@ -61,7 +61,7 @@ describe('refused webhook targets in other spellings', () => {
   it.each(REFUSED)('%s (%s) → 422 validation_failed naming url, nothing stored', async (_what, url) => {
     const res = await postWebhook(t, owner.token, slug, { url, events: ['deploy'] });
     expectInvalid(res, 'url');
-    expect(res.body.errors.find((e: { field: string }) => e.field === 'url').message).toMatch(/not a public address/);
+    expect(res.body.errors.find((e: { field: string }) => e.field === 'url').message).toMatch(/is not an allowed address$/);
     expect(await stored()).toBe(0);
   });
 

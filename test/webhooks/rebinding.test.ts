@@ -23,7 +23,8 @@ import { FakeDns } from './fake-dns';
  */
 const HOST = 'rebind.test';
 const PUBLIC = '93.184.216.34';
-const REFUSAL = `${HOST} resolved to 127.0.0.1, which is not a public address`;
+/** What a user reads in the delivery history: the host as registered, never what it resolved to. */
+const REFUSAL = `refused: ${HOST} is not an allowed address`;
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 
 class Target {

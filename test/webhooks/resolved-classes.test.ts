@@ -41,8 +41,14 @@ const CLASSES: Array<[string, string[]]> = [
   ['public IPv6 and a link-local IPv4', ['2606:2800:220:1:248:1893:25c8:1946', '169.254.169.254']],
 ];
 
-/** The first refused address of an answer list (what the guard names). */
-const firstRefused = (addresses: string[]) => addresses.find((a) => a !== '93.184.216.34' && !a.startsWith('2606:'))!;
+/** The refusal, whatever the answer: it names the host as registered and none of the addresses (issue 12, item 14). */
+const REFUSAL = `${HOST} is not an allowed address`;
+
+/** No address of the answer, in any spelling a message could use, appears in `text`. */
+function expectNoAddress(text: string, addresses: string[]): void {
+  for (const a of addresses) expect(text.toLowerCase()).not.toContain(a.toLowerCase());
+  expect(text).not.toMatch(/resolve/i);
+}
 
 /** Calls a lookup function the way Node's http client does. */
 function lookupOnce(lookup: LookupFunction, host: string, options: object): Promise<{ err: Error | null; address: unknown }> {
@@ -55,11 +61,12 @@ describe('host names resolving to refused addresses', () => {
   afterAll(() => dns.restore());
 
   describe('AddressGuard', () => {
-    it.each(CLASSES)('%s (%j): refusal() names the address', async (_what, addresses) => {
+    it.each(CLASSES)('%s (%j): refusal() refuses it without naming the address', async (_what, addresses) => {
       dns.set(HOST, addresses);
       const before = dns.count('promises', HOST);
       const reason = await new AddressGuard([]).refusal(new URL(`https://${HOST}/hook`));
-      expect(reason).toBe(`${HOST} resolves to ${firstRefused(addresses)}, which is not a public address`);
+      expect(reason).toBe(REFUSAL);
+      expectNoAddress(reason!, addresses);
       expect(dns.count('promises', HOST)).toBe(before + 1);
     });
 
@@ -68,7 +75,8 @@ describe('host names resolving to refused addresses', () => {
       for (const options of [{}, { all: true }]) {
         const { err, address } = await lookupOnce(new AddressGuard([]).lookupFor(HOST), HOST, options);
         expect(err).toBeInstanceOf(ForbiddenTarget);
-        expect(err!.message).toBe(`${HOST} resolved to ${firstRefused(addresses)}, which is not a public address`);
+        expect(err!.message).toBe(REFUSAL);
+        expectNoAddress(err!.message, addresses);
         expect(address === '' || address === undefined).toBe(true);
       }
     });
@@ -116,11 +124,24 @@ describe('host names resolving to refused addresses', () => {
       ['multicast', ['224.0.0.1']],
       ['IPv4-mapped loopback', ['::ffff:127.0.0.1']],
       ['a mixed answer, public first', ['93.184.216.34', '10.0.0.1']],
-    ])('POST …/webhooks with a name resolving to %s (%j) → 422 naming url, nothing stored', async (_what, addresses) => {
+    ])('POST …/webhooks with a name resolving to %s (%j) → 422 naming url, nothing stored, no address echoed', async (_what, addresses) => {
       dns.set(HOST, addresses);
       const res = await postWebhook(t, owner.token, slug, { url: `https://${HOST}/hook`, events: ['deploy'] });
       expectInvalid(res, 'url');
-      expect(res.body.errors.find((e: { field: string }) => e.field === 'url').message).toContain(`resolves to ${firstRefused(addresses)}`);
+      const message = res.body.errors.find((e: { field: string }) => e.field === 'url').message;
+      expect(message).toBe(`must not point to a private, loopback or internal address: ${REFUSAL}`);
+      expectNoAddress(JSON.stringify(res.body), addresses);
+      expect(await stored()).toEqual([]);
+    });
+
+    it('a name resolving to a private address reads like a private literal, apart from the host as typed', async () => {
+      dns.set(HOST, ['10.0.0.1']);
+      const byName = await postWebhook(t, owner.token, slug, { url: `https://${HOST}/hook`, events: ['deploy'] });
+      const byLiteral = await postWebhook(t, owner.token, slug, { url: 'https://10.0.0.1/hook', events: ['deploy'] });
+      expectInvalid(byName, 'url');
+      expectInvalid(byLiteral, 'url');
+      expect(JSON.stringify(byName.body.errors).replaceAll(HOST, '<host>')).toBe(JSON.stringify(byLiteral.body.errors).replaceAll('10.0.0.1', '<host>'));
+      expect(byName.body.detail.replaceAll(HOST, '<host>')).toBe(byLiteral.body.detail.replaceAll('10.0.0.1', '<host>'));
       expect(await stored()).toEqual([]);
     });
 
@@ -130,6 +151,7 @@ describe('host names resolving to refused addresses', () => {
       expect(res.data ?? null).toBeNull();
       expect(res.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
       expect(res.errors?.[0].extensions?.errors?.[0].field).toBe('url');
+      expectNoAddress(JSON.stringify(res.errors), ['192.168.1.1', '93.184.216.34']);
       expect(await stored()).toEqual([]);
     });
 

@@ -11,7 +11,7 @@ export class DeployInput {
 
   @Field(() => GraphQLJSONObject, {
     nullable: true,
-    description: 'Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` to string values. Stored encrypted; never returned.',
+    description: 'Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` (except `__proto__`) to string values. Stored encrypted; never returned.',
   })
   env?: Record<string, unknown> | null;
 }

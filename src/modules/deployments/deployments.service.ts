@@ -1,9 +1,10 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { ENV_NAME_RULE, isEnvName } from '../../client/env-names';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { decodeCursor, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
+import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
 import { entityRows } from '../../db/rows';
 import { endWithConsumer, listenNow, PubSub } from '../../graphql/pubsub';
 import { newId } from '../../ids';
@@ -25,7 +26,6 @@ import { deploymentSuffix, hostUrl } from '../apps/hosts';
 
 /** Filters and page of a deployment list. */
 type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
-const ENV_KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_ENV_VARS = 200;
 const MAX_ENV_VALUE = 32 * 1024;
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -250,7 +250,7 @@ export class DeploymentsService {
     const entries = Object.entries(env);
     if (entries.length > MAX_ENV_VARS) errors.push({ field: 'env', message: `at most ${MAX_ENV_VARS} variables` });
     for (const [k, v] of entries) {
-      if (!ENV_KEY_RE.test(k)) errors.push({ field: `env.${k}`, message: 'name must match ^[A-Za-z_][A-Za-z0-9_]*$' });
+      if (!isEnvName(k)) errors.push({ field: `env.${k}`, message: `name ${ENV_NAME_RULE}` });
       else if (typeof v !== 'string') errors.push({ field: `env.${k}`, message: 'value must be a string' });
       else if (v.length > MAX_ENV_VALUE) errors.push({ field: `env.${k}`, message: `value must be at most ${MAX_ENV_VALUE} characters` });
     }
@@ -310,7 +310,7 @@ export class DeploymentsService {
   async logs(ctx: Context, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
     requireViewer(ctx);
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
-    const after = decodeCursor(q.after, (k) => /^seq:\d{1,10}$/.test(k));
+    const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
     const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
     return toPage(rows, limit, (l) => `seq:${l.seq}`);
   }

@@ -32,6 +32,14 @@ export function literalAddress(hostname: string): string | null {
 
 export class ForbiddenTarget extends Error {}
 
+/**
+ * The one refusal text, for literals and names alike: it never says what a name resolved to,
+ * nor whether it was a name, so refusals cannot be used to map internal DNS.
+ */
+export function notAllowed(hostname: string): string {
+  return `${hostname} is not an allowed address`;
+}
+
 /** RFC 6761: names under .invalid never resolve, and are answered at once without asking DNS. */
 function isInvalidName(host: string): boolean {
   return /(^|\.)invalid\.?$/i.test(host);
@@ -68,11 +76,11 @@ export class AddressGuard {
     return literal ? this.addresses.has(literal) : this.names.has(hostname.toLowerCase());
   }
 
-  /** Why the target may not be used, or null. Resolves host names; an unresolvable one passes (delivery will fail). */
+  /** Why the target may not be used (`notAllowed`), or null. Resolves host names; an unresolvable one passes (delivery will fail). */
   async refusal(url: URL): Promise<string | null> {
     if (this.isExempt(url.hostname)) return null;
     const literal = literalAddress(url.hostname);
-    if (literal) return isPublicAddress(literal) ? null : `${url.hostname} is not a public address`;
+    if (literal) return isPublicAddress(literal) ? null : notAllowed(url.hostname);
     let resolved: dns.LookupAddress[];
     try {
       if (isInvalidName(url.hostname)) throw notFound(url.hostname);
@@ -82,8 +90,7 @@ export class AddressGuard {
     } catch {
       return null;
     }
-    const bad = resolved.find((r) => !isPublicAddress(r.address));
-    return bad ? `${url.hostname} resolves to ${bad.address}, which is not a public address` : null;
+    return resolved.some((r) => !isPublicAddress(r.address)) ? notAllowed(url.hostname) : null;
   }
 
   /**
@@ -98,8 +105,7 @@ export class AddressGuard {
       dns.lookup(host, { ...options, all: true }, (err, addresses) => {
         if (err) return callback(err, '', 0);
         const list = addresses as dns.LookupAddress[];
-        const bad = exempt ? undefined : list.find((a) => !isPublicAddress(a.address));
-        if (bad) return callback(new ForbiddenTarget(`${host} resolved to ${bad.address}, which is not a public address`), '', 0);
+        if (!exempt && list.some((a) => !isPublicAddress(a.address))) return callback(new ForbiddenTarget(notAllowed(host)), '', 0);
         if ((options as dns.LookupOptions).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
         return callback(null, list[0].address, list[0].family);
       });

@@ -1,7 +1,7 @@
 import https from 'node:https';
 import tls from 'node:tls';
 import { Webhook as Signer } from 'standardwebhooks';
-import { AddressGuard } from './address-guard';
+import { AddressGuard, ForbiddenTarget } from './address-guard';
 import { within } from '../../timeout';
 
 export interface SendResult {
@@ -14,6 +14,18 @@ export interface SendResult {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 const OUT_OF_TIME = Symbol('out of time');
+
+/**
+ * A failed attempt as the user sees it (`WebhookDelivery.error`): never an address the host name
+ * resolved to (Node's `connect ECONNREFUSED 10.0.0.5:443`), nor an internal certificate's names.
+ */
+export function failureText(err: Error): string {
+  if (err instanceof ForbiddenTarget) return `refused: ${err.message}`;
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'the certificate does not name the host (ERR_TLS_CERT_ALTNAME_INVALID)';
+  if (typeof (e as { address?: unknown }).address === 'string' && e.syscall && e.code) return `${e.syscall} ${e.code}`;
+  return err.message;
+}
 
 /**
  * POSTs one signed event (Standard Webhooks headers) over https. Redirects are not followed (a
@@ -77,7 +89,7 @@ export class WebhookSender {
       );
       const hardStop = setTimeout(() => req.destroy(new Error(timedOut)), left);
       req.on('timeout', () => req.destroy(new Error(timedOut)));
-      req.on('error', (err) => resolve(done(null, err.message)));
+      req.on('error', (err) => resolve(done(null, failureText(err))));
       req.on('close', () => clearTimeout(hardStop));
       req.end(payload);
     });

@@ -10,6 +10,7 @@ import {
   DeploymentStatusSubscription,
   LogType,
 } from '../../../client/generated';
+import { ENV_NAME_RULE, isEnvName } from '../../../client/env-names';
 import { TransportError } from '../api';
 import { Command, Ctx, str, strings, UsageError, wholeNumber } from '../command';
 import { json, lower, Spinner, status, table } from '../output';
@@ -21,15 +22,13 @@ interface Line {
   message: string;
 }
 
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
 function parseEnv(pairs: string[]): Record<string, string> | undefined {
   if (pairs.length === 0) return undefined;
   const env: Record<string, string> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     const key = eq < 0 ? pair : pair.slice(0, eq);
-    if (eq < 0 || !ENV_KEY.test(key)) throw new UsageError(`--env takes KEY=VALUE with KEY matching ${ENV_KEY.source}, got "${pair}"`);
+    if (eq < 0 || !isEnvName(key)) throw new UsageError(`--env takes KEY=VALUE where KEY ${ENV_NAME_RULE}, got "${pair}"`);
     env[key] = pair.slice(eq + 1);
   }
   return env;
