@@ -1,7 +1,7 @@
 import { DataSource, EntityManager, In } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
-import { NotFound, ValidationFailed } from '../../errors';
+import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context } from '../../graphql/context';
 import { Page, pageByIdDesc } from '../../graphql/pagination';
 import { newId } from '../../ids';
@@ -25,6 +25,8 @@ export interface CronsOptions {
   missedAfterMs: number;
   /** A run still RUNNING after this long is stopped, or (its gateway died) marked FAILED. */
   runTimeoutMs: number;
+  /** Crons one egg may have. */
+  maxPerEgg: number;
   onError: (err: unknown) => void;
 }
 
@@ -65,19 +67,24 @@ export class CronsService {
     const expr = this.parse(input.schedule);
     const command = input.command;
     if (command.trim() === '' || command.length > MAX_COMMAND) throw ValidationFailed.field('command', `must be 1 to ${MAX_COMMAND} characters`);
-    const now = this.clock.now();
-    const cron = this.ds.getRepository(Cron).create({
-      id: newId('cron', now),
-      appId: app.id,
-      schedule: input.schedule.trim().split(/\s+/).join(' '),
-      command,
-      enabled: true,
-      nextRunAt: expr.next(now),
-      createdAt: now,
-      updatedAt: now,
+    return inTransaction(this.ds, async (tx) => {
+      await this.apps.lock(tx, app.id);
+      const cap = this.opts.maxPerEgg;
+      if ((await tx.countBy(Cron, { appId: app.id })) >= cap) throw new LimitExceeded('schedule', `an egg has at most ${cap} crons; delete one first`);
+      const now = this.clock.now();
+      const cron = tx.create(Cron, {
+        id: newId('cron', now),
+        appId: app.id,
+        schedule: input.schedule.trim().split(/\s+/).join(' '),
+        command,
+        enabled: true,
+        nextRunAt: expr.next(now),
+        createdAt: now,
+        updatedAt: now,
+      });
+      await tx.insert(Cron, cron);
+      return cron;
     });
-    await this.ds.getRepository(Cron).insert(cron);
-    return cron;
   }
 
   async get(ctx: Context, slug: string, id: string): Promise<Cron> {
