@@ -158,6 +158,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         payments: paymentProvider(config, baseUrl),
         baseUrl,
         crons: { missedAfterMs: config.cronMissedAfterMs, runTimeoutMs: config.cronRunTimeoutMs },
+        limits: config.limits,
         webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined },
         onError,
         metrics,

@@ -21,6 +21,14 @@ export interface Config {
   cronTickMs: number;
   /** Events one subscriber may fall behind by before its stream ends with LIMIT_EXCEEDED. */
   subscriptionMaxPending: number;
+  /** Count caps, each a 422 limit_exceeded when reached. */
+  limits: {
+    /** Live (neither revoked nor expired) API tokens per account, the first one included. */
+    tokensPerAccount: number;
+    /** Eggs an account owns (collaborations do not count). */
+    eggsPerAccount: number;
+    cronsPerEgg: number;
+  };
   webhooks: {
     allowHosts: string[];
     timeoutMs: number;
@@ -146,6 +154,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simCommandMs: int(env, 'HATCHERY_SIM_COMMAND_MS', 500, 0, 3_600_000),
     cronTickMs: int(env, 'HATCHERY_CRON_TICK_MS', 1000, 0, 60_000),
     subscriptionMaxPending: int(env, 'HATCHERY_SUBSCRIPTION_MAX_PENDING', 10_000, 10, 1_000_000),
+    limits: {
+      tokensPerAccount: int(env, 'HATCHERY_MAX_TOKENS_PER_ACCOUNT', 50, 1, 100_000),
+      eggsPerAccount: int(env, 'HATCHERY_MAX_EGGS_PER_ACCOUNT', 100, 1, 100_000),
+      cronsPerEgg: int(env, 'HATCHERY_MAX_CRONS_PER_EGG', 20, 1, 100_000),
+    },
     webhooks: {
       allowHosts: (env.HATCHERY_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       timeoutMs: int(env, 'HATCHERY_WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),

@@ -43,6 +43,7 @@ export interface ServiceDeps {
   payments: { provider: PaymentProvider; stripe: Stripe; webhookSecret: string };
   baseUrl: () => string;
   crons: { missedAfterMs: number; runTimeoutMs: number };
+  limits: { tokensPerAccount: number; eggsPerAccount: number; cronsPerEgg: number };
   webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer };
   onError: (err: unknown) => void;
   metrics?: Metrics;
@@ -51,8 +52,8 @@ export interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
-  const accounts = new AccountsService(deps.ds, deps.clock);
-  const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain);
+  const accounts = new AccountsService(deps.ds, deps.clock, deps.limits);
+  const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain, deps.limits);
   const volumes = new VolumesService(deps.ds, deps.clock, apps, deps.runtime);
   const guard = new AddressGuard(deps.webhooks.allowHosts);
   const webhooks = new WebhooksService(deps.ds, deps.clock, apps, deps.box, guard, new WebhookSender(guard, deps.webhooks), {
@@ -70,6 +71,6 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const energy = new EnergyService(deps.ds, deps.clock, deps.allowances);
   const billing = new BillingService({ ds: deps.ds, clock: deps.clock, energy, baseUrl: deps.baseUrl, ...deps.payments });
-  const crons = new CronsService(deps.ds, deps.clock, apps, energy, deps.runtime, { ...deps.crons, onError: deps.onError });
+  const crons = new CronsService(deps.ds, deps.clock, apps, energy, deps.runtime, { ...deps.crons, maxPerEgg: deps.limits.cronsPerEgg, onError: deps.onError });
   return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks };
 }

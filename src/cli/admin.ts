@@ -46,16 +46,16 @@ function energyFlags(flags: string[]): Partial<Record<EnergyBucket, number>> {
 const commands: Record<string, { arity: number; options?: boolean; run: Command }> = {
   'create-user': {
     arity: 1,
-    run: async (ds, [email]) => {
-      const { user, token } = await new AccountsService(ds, systemClock).createUser(email);
+    run: async (ds, [email], config) => {
+      const { user, token } = await new AccountsService(ds, systemClock, config.limits).createUser(email);
       return { user_id: user.id, token };
     },
   },
   'set-tier': {
     arity: 2,
     run: async (ds, [slug, tier], config) => {
-      const accounts = new AccountsService(ds, systemClock);
-      const app = await new AppsService(ds, systemClock, accounts, config.appsDomain).setTier(slug, tier);
+      const accounts = new AccountsService(ds, systemClock, config.limits);
+      const app = await new AppsService(ds, systemClock, accounts, config.appsDomain, config.limits).setTier(slug, tier);
       return { slug: app.slug, tier: app.tier };
     },
   },

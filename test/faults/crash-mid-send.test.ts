@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { systemClock } from '../../src/clock';
 import { createDataSource } from '../../src/db/data-source';
+import { loadConfig } from '../../src/config';
 import { AccountsService } from '../../src/modules/accounts/accounts.service';
 import { createTestDatabase, TestDatabase } from '../support/db';
 import { CreateAppDocument } from '../../src/client/generated';
@@ -48,7 +49,7 @@ describe('crash: SIGKILL while a webhook request is on the wire', () => {
   }, 30_000);
 
   it('sends the interrupted delivery again after its lease, with the same webhook-id and body, once more only', async () => {
-    const token = (await new AccountsService(ds, systemClock).createUser(`mid-send-${Date.now()}@example.com`)).token;
+    const token = (await new AccountsService(ds, systemClock, loadConfig({}).limits).createUser(`mid-send-${Date.now()}@example.com`)).token;
     // Gateway A sends webhooks; its builds take a minute, so the only event is BUILDING.
     const a = await spawnGateway(childEnv(db.url, { ...common(), HATCHERY_SIM_BUILD_MS: '60000' }));
     procs.push(a);

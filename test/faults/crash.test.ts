@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { CreateAppDocument, DeploymentLogStreamDocument, DeploymentStatusDocument, RunCronNowDocument } from '../../src/client/generated';
 import { systemClock } from '../../src/clock';
 import { createDataSource } from '../../src/db/data-source';
+import { loadConfig } from '../../src/config';
 import { AccountsService } from '../../src/modules/accounts/accounts.service';
 import { createTestDatabase, TestDatabase } from '../support/db';
 import { collect, gqlOk, rest, wsClient } from '../support/gateway';
@@ -47,7 +48,7 @@ describe('crash: SIGKILL mid-build, mid-cron-run and before a webhook delivery',
     ds = createDataSource(db.url);
     await ds.initialize();
     receiver = await Receiver.start();
-    token = (await new AccountsService(ds, systemClock).createUser(`crash-${Date.now()}@example.com`)).token;
+    token = (await new AccountsService(ds, systemClock, loadConfig({}).limits).createUser(`crash-${Date.now()}@example.com`)).token;
 
     // Gateway A: builds and cron commands that take a minute, and no webhook worker, so each is caught in the middle.
     a = await spawnGateway(

@@ -1,6 +1,6 @@
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
-import { NotFound, ValidationFailed } from '../../errors';
+import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
 import { Page, pageByIdDesc } from '../../graphql/pagination';
 import { newId } from '../../ids';
@@ -23,11 +23,27 @@ export interface CreatedToken {
 /** How an email is stored and looked up: trimmed, lower case (no validation). */
 export const canonicalEmail = (email: string): string => email.trim().toLowerCase();
 
+export interface AccountLimits {
+  /** Live API tokens (neither revoked nor expired) per account. */
+  tokensPerAccount: number;
+}
+
 export class AccountsService {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
+    private readonly limits: AccountLimits,
   ) {}
+
+  /**
+   * Locks the account's row until the transaction ends: per-account caps (tokens, eggs) are
+   * counted under it, so concurrent requests cannot count past them. NO KEY UPDATE, so rows that
+   * merely reference the account (their foreign key checks) are not held up meanwhile.
+   */
+  async lockAccount(tx: EntityManager, userId: string): Promise<void> {
+    const rows: unknown[] = await tx.query('SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE', [userId]);
+    if (rows.length === 0) throw new NotFound('Account', userId);
+  }
 
   normaliseEmail(email: string): string {
     const e = canonicalEmail(email);
@@ -47,7 +63,7 @@ export class AccountsService {
         if (pgCode(err) === '23505') throw ValidationFailed.field('email', `an account with email ${normalised} already exists`);
         throw err;
       }
-      const { token } = await this.issueToken(tx.getRepository(ApiToken), user.id, 'admin', null);
+      const { token } = await this.issueToken(tx, user.id, 'admin', null);
       return { user, token };
     });
   }
@@ -84,18 +100,22 @@ export class AccountsService {
     if (days !== null && days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_TOKEN_DAYS)) {
       throw ValidationFailed.field('expiresInDays', `must be an integer from 1 to ${MAX_TOKEN_DAYS}`);
     }
-    return this.issueToken(this.ds.getRepository(ApiToken), viewer.id, name, days ?? null);
+    return this.ds.transaction((tx) => this.issueToken(tx, viewer.id, name, days ?? null));
   }
 
-  private async issueToken(
-    repo: Repository<ApiToken>,
-    userId: string,
-    name: string,
-    days: number | null,
-  ): Promise<CreatedToken> {
+  /** Every token is made here, the admin's first one too, so each counts toward the cap. */
+  private async issueToken(tx: EntityManager, userId: string, name: string, days: number | null): Promise<CreatedToken> {
+    await this.lockAccount(tx, userId);
     const now = this.clock.now();
+    const cap = this.limits.tokensPerAccount;
+    // Only live tokens count: revoking or letting tokens expire always makes room again.
+    const [{ live }]: Array<{ live: number }> = await tx.query(
+      'SELECT count(*)::int AS live FROM api_tokens WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)',
+      [userId, now],
+    );
+    if (live >= cap) throw new LimitExceeded('name', `an account has at most ${cap} live API tokens; revoke one first`);
     const token = newToken();
-    const apiToken = repo.create({
+    const apiToken = tx.getRepository(ApiToken).create({
       id: newId('tok', now),
       userId,
       name,
@@ -106,7 +126,7 @@ export class AccountsService {
       lastUsedAt: null,
       createdAt: now,
     });
-    await repo.insert(apiToken);
+    await tx.insert(ApiToken, apiToken);
     return { token, apiToken };
   }
 

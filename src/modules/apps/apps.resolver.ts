@@ -23,7 +23,7 @@ export class AppsResolver {
     return ctx.services.apps.list(ctx, page);
   }
 
-  @Mutation(() => App, { description: 'Creates an egg owned by the caller.' })
+  @Mutation(() => App, { description: 'Creates an egg owned by the caller (an account owns at most 100 unless the operator set another cap).' })
   createApp(@Ctx() ctx: Context, @Arg('input', () => CreateAppInput, { description: 'The new egg.' }) input: CreateAppInput): Promise<App> {
     return ctx.services.apps.createApp(ctx, input);
   }

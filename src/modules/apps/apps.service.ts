@@ -24,6 +24,7 @@ export class AppsService {
     private readonly clock: Clock,
     private readonly accounts: AccountsService,
     private readonly appsDomain: string,
+    private readonly limits: { eggsPerAccount: number },
   ) {}
 
   async createApp(ctx: Context, input: { slug: string }): Promise<App> {
@@ -31,23 +32,30 @@ export class AppsService {
     if (!SLUG_RE.test(input.slug)) {
       throw ValidationFailed.field('slug', SLUG_RULE);
     }
-    const now = this.clock.now();
-    const app = this.ds.getRepository(App).create({
-      id: newId('app', now),
-      slug: input.slug,
-      ownerId: viewer.id,
-      tier: Tier.FREE,
-      memoryMb: null,
-      currentDeploymentId: null,
-      createdAt: now,
-    });
     try {
-      await this.ds.getRepository(App).insert(app);
+      return await this.ds.transaction(async (tx) => {
+        await this.accounts.lockAccount(tx, viewer.id);
+        const cap = this.limits.eggsPerAccount;
+        if ((await tx.countBy(App, { ownerId: viewer.id })) >= cap) {
+          throw new LimitExceeded('slug', `an account may own at most ${cap} eggs`);
+        }
+        const now = this.clock.now();
+        const app = tx.create(App, {
+          id: newId('app', now),
+          slug: input.slug,
+          ownerId: viewer.id,
+          tier: Tier.FREE,
+          memoryMb: null,
+          currentDeploymentId: null,
+          createdAt: now,
+        });
+        await tx.insert(App, app);
+        return app;
+      });
     } catch (err) {
       if (pgCode(err) === '23505') throw ValidationFailed.field('slug', `the slug "${input.slug}" is taken`);
       throw err;
     }
-    return app;
   }
 
   /** The egg if the caller owns it or collaborates on it; otherwise it does not exist for them. */
@@ -65,7 +73,7 @@ export class AppsService {
 
   /**
    * Locks the egg's row until the transaction ends: the one place per-egg limits (3 previews,
-   * 3 webhooks, one volume) are serialised, so concurrent requests cannot count past them.
+   * 3 webhooks, the crons cap, one volume) are serialised, so concurrent requests cannot count past them.
    */
   lock(tx: EntityManager, appId: string): Promise<App> {
     return tx.findOneOrFail(App, { where: { id: appId }, lock: { mode: 'pessimistic_write' } });

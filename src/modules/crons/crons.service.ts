@@ -1,7 +1,7 @@
 import { DataSource, EntityManager, In } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
-import { NotFound, ValidationFailed } from '../../errors';
+import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context } from '../../graphql/context';
 import { Page, pageByIdDesc } from '../../graphql/pagination';
 import { newId } from '../../ids';
@@ -19,12 +19,16 @@ const MINUTE = 60_000;
 /** Crons claimed per transaction by the scheduler, and batches per tick at most. */
 const TICK_BATCH = 500;
 const TICK_MAX_BATCHES = 1000;
+/** Runs kept per cron, newest first; older ones are deleted as new ones are recorded. */
+export const RUNS_KEPT_PER_CRON = 100;
 
 export interface CronsOptions {
   /** A due time older than this when first seen was missed while the gateways were down: not replayed. */
   missedAfterMs: number;
   /** A run still RUNNING after this long is stopped, or (its gateway died) marked FAILED. */
   runTimeoutMs: number;
+  /** Crons one egg may have. */
+  maxPerEgg: number;
   onError: (err: unknown) => void;
 }
 
@@ -65,19 +69,24 @@ export class CronsService {
     const expr = this.parse(input.schedule);
     const command = input.command;
     if (command.trim() === '' || command.length > MAX_COMMAND) throw ValidationFailed.field('command', `must be 1 to ${MAX_COMMAND} characters`);
-    const now = this.clock.now();
-    const cron = this.ds.getRepository(Cron).create({
-      id: newId('cron', now),
-      appId: app.id,
-      schedule: input.schedule.trim().split(/\s+/).join(' '),
-      command,
-      enabled: true,
-      nextRunAt: expr.next(now),
-      createdAt: now,
-      updatedAt: now,
+    return inTransaction(this.ds, async (tx) => {
+      await this.apps.lock(tx, app.id);
+      const cap = this.opts.maxPerEgg;
+      if ((await tx.countBy(Cron, { appId: app.id })) >= cap) throw new LimitExceeded('schedule', `an egg has at most ${cap} crons; delete one first`);
+      const now = this.clock.now();
+      const cron = tx.create(Cron, {
+        id: newId('cron', now),
+        appId: app.id,
+        schedule: input.schedule.trim().split(/\s+/).join(' '),
+        command,
+        enabled: true,
+        nextRunAt: expr.next(now),
+        createdAt: now,
+        updatedAt: now,
+      });
+      await tx.insert(Cron, cron);
+      return cron;
     });
-    await this.ds.getRepository(Cron).insert(cron);
-    return cron;
   }
 
   async get(ctx: Context, slug: string, id: string): Promise<Cron> {
@@ -141,7 +150,24 @@ export class CronsService {
   private async startRun(tx: EntityManager, cron: Cron, app: App, scheduledAt: Date, manual: boolean): Promise<CronRun> {
     const run = this.newRun(cron, scheduledAt, manual, (await this.energy.balanceIn(tx, app.ownerId)).depleted);
     await tx.insert(CronRun, run);
+    await this.pruneRuns(tx, [cron.id]);
     return run;
+  }
+
+  /**
+   * Deletes the runs of these crons beyond their newest RUNS_KEPT_PER_CRON (by id, the order GET
+   * …/runs lists), never one still running: one statement for a whole batch, each cron's cut-off
+   * found on the (cron_id, id) index. Without it a `* * * * *` cron would grow the table forever.
+   */
+  private async pruneRuns(tx: EntityManager, cronIds: string[]): Promise<void> {
+    await tx.query(
+      `DELETE FROM cron_runs r
+         USING (SELECT c.id AS cron_id,
+                       (SELECT k.id FROM cron_runs k WHERE k.cron_id = c.id ORDER BY k.id DESC OFFSET $2 LIMIT 1) AS oldest_kept
+                  FROM unnest($1::text[]) AS c(id)) cut
+        WHERE r.cron_id = cut.cron_id AND r.id < cut.oldest_kept AND r.status <> 'running'`,
+      [cronIds, RUNS_KEPT_PER_CRON - 1],
+    );
   }
 
   private newRun(cron: Cron, scheduledAt: Date, manual: boolean, depleted: boolean): CronRun {
@@ -235,6 +261,7 @@ export class CronsService {
       return { run: this.newRun(cron, cron.nextRunAt!, false, balances.get(app.ownerId)!.depleted), cron, app };
     });
     await tx.insert(CronRun, runs.map((r) => r.run));
+    await this.pruneRuns(tx, toRun.map((c) => c.id));
     return { claimed: due.length, runs };
   }
 
