@@ -179,7 +179,7 @@ describe('the embedded PostgreSQL', () => {
       cleanup.push(dir);
       const dataDir = path.join(dir, 'data');
       writeFileSync(dataDir, 'not a folder');
-      oneSentence(await startError(dataDir), dataDir);
+      oneSentence(await startError(dataDir, { home: path.join(dir, 'home') }), dataDir);
     });
 
     it('a cluster folder holding something else', async () => {
@@ -190,7 +190,7 @@ describe('the embedded PostgreSQL', () => {
       mkdirSync(pgDir, { mode: 0o700 });
       if (root) chownSync(pgDir, serverIds.uid!, serverIds.gid!);
       writeFileSync(path.join(pgDir, 'notes.txt'), 'mine');
-      oneSentence(await startError(path.join(dir, 'data')), pgDir);
+      oneSentence(await startError(path.join(dir, 'data'), { home: path.join(dir, 'home') }), pgDir);
     }, 30_000);
 
     it('a cluster the server cannot reach, or that is not one', async () => {
