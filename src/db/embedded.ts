@@ -156,6 +156,11 @@ function serverBinaries(ids: Ids, native: string, home: string, log: (msg: strin
   return copy;
 }
 
+/** The folder of PostgreSQL binaries (bin/, lib/, share/) that the server's user can run, copied there if need be. */
+export function runnableBinaries(opts: Pick<EmbeddedOptions, 'binaries' | 'home'> = {}, log: (msg: string) => void = () => undefined): string {
+  return serverBinaries(runAs(), opts.binaries ?? packageBinaries(), path.resolve(opts.home ?? ROOT_HOME), log);
+}
+
 /** The copy is read and run by the server's user whatever the checkout's umask was, and changed by root only. */
 function openUp(dir: string): void {
   for (const name of readdirSync(dir)) {

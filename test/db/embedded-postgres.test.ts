@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { EmbeddedPostgres, EmbeddedPostgresError, LOCATION_FILE, PASSWORD_FILE, startEmbeddedPostgres } from '../../src/db/embedded';
+import { EmbeddedPostgres, EmbeddedPostgresError, LOCATION_FILE, PASSWORD_FILE, runnableBinaries, startEmbeddedPostgres } from '../../src/db/embedded';
 import { closedPort } from '../support/ports';
 
 const root = process.getuid?.() === 0;
@@ -68,7 +68,7 @@ describe('the embedded PostgreSQL', () => {
   it('refuses a connection without its password, which is generated into the data dir (0600)', async () => {
     const dir = openTmp('hatchery-pgauth-');
     cleanup.push(dir);
-    running = await startEmbeddedPostgres(path.join(dir, 'data'));
+    running = await startEmbeddedPostgres(path.join(dir, 'data'), undefined, { home: path.join(dir, 'home') });
 
     const file = path.join(dir, 'data', PASSWORD_FILE);
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -99,10 +99,12 @@ describe('the embedded PostgreSQL', () => {
     mkdirSync(pgDir, { mode: 0o700 });
     if (root) chownSync(pgDir, serverIds.uid!, serverIds.gid!);
     const asServer: SpawnOptions = { ...serverIds, cwd: '/' };
+    // In a checkout the postgres user cannot enter, a copy it can run (in this test's folder).
+    const bin = path.join(runnableBinaries({ home: path.join(dir, 'home') }), 'bin');
     // What earlier versions did: trust for every local connection.
-    execFileSync(path.join(native, 'bin/initdb'), ['--pgdata', pgDir, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--locale=C'], { ...asServer, stdio: 'ignore' });
+    execFileSync(path.join(bin, 'initdb'), ['--pgdata', pgDir, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--locale=C'], { ...asServer, stdio: 'ignore' });
     const port = await closedPort();
-    const old = spawn(path.join(native, 'bin/postgres'), ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], { ...asServer, stdio: 'ignore' });
+    const old = spawn(path.join(bin, 'postgres'), ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], { ...asServer, stdio: 'ignore' });
     const oldExit = new Promise((resolve) => old.once('exit', resolve));
     try {
       const trustUrl = `postgres://postgres@127.0.0.1:${port}`;
@@ -122,7 +124,7 @@ describe('the embedded PostgreSQL', () => {
       await oldExit;
     }
 
-    running = await startEmbeddedPostgres(dataDir);
+    running = await startEmbeddedPostgres(dataDir, undefined, { home: path.join(dir, 'home') });
     expect(existsSync(path.join(dataDir, LOCATION_FILE))).toBe(false); // still in <dataDir>/pg
     expect(new URL(running.url).port).not.toBe('');
     expect((await connectError(withPassword(running.url, null)))?.message).toMatch(/password/i);
