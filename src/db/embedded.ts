@@ -239,18 +239,15 @@ function checkCluster(ids: Ids, pgDir: string): void {
   if (!existsSync(pgDir)) return;
   const st = statSync(pgDir);
   if (!st.isDirectory()) throw new EmbeddedPostgresError(`${pgDir} is not a folder: move it away, or set HATCHERY_DATA_DIR to another folder`);
-  const user = 'uid' in ids ? ids.uid : process.getuid?.();
-  if (user !== undefined && st.uid !== user) {
-    if ('uid' in ids && readdirSync(pgDir).length === 0) {
-      chownSync(pgDir, ids.uid, ids.gid);
-    } else {
-      const who = 'uid' in ids ? 'the postgres user (the gateway runs as root)' : `this user (uid ${user})`;
-      throw new EmbeddedPostgresError(`the embedded PostgreSQL cluster in ${pgDir} belongs to uid ${st.uid}, but would run as ${who}: start the gateway as that cluster's user, or chown -R the cluster to the new one`);
-    }
-  }
-  if (!existsSync(path.join(pgDir, 'PG_VERSION')) && readdirSync(pgDir).length) {
+  const cluster = existsSync(path.join(pgDir, 'PG_VERSION'));
+  if (!cluster && readdirSync(pgDir).length) {
     throw new EmbeddedPostgresError(`${pgDir} is neither empty nor a PostgreSQL cluster: move it away, or set HATCHERY_DATA_DIR to another folder`);
   }
+  const user = 'uid' in ids ? ids.uid : process.getuid?.();
+  if (user === undefined || st.uid === user) return;
+  if (!cluster && 'uid' in ids) return chownSync(pgDir, ids.uid, ids.gid);
+  const who = 'uid' in ids ? 'the postgres user (the gateway runs as root)' : `this user (uid ${user})`;
+  throw new EmbeddedPostgresError(`the embedded PostgreSQL cluster in ${pgDir} belongs to uid ${st.uid}, but would run as ${who}: start the gateway as that cluster's user, or chown -R the cluster to the new one`);
 }
 
 /** A SCRAM-SHA-256 verifier, so the plain password never reaches the server (or its logs). */

@@ -204,5 +204,18 @@ describe('the embedded PostgreSQL', () => {
       // As root the postgres user cannot reach it; otherwise it is no cluster PostgreSQL can open.
       oneSentence(await startError(path.join(closed, 'data'), { home: closed }), pgDir);
     }, 30_000);
+
+    it('a cluster of another user', async () => {
+      const dir = openTmp('hatchery-pgbad-');
+      cleanup.push(dir);
+      const pgDir = path.join(dir, 'data', 'pg');
+      mkdirSync(path.dirname(pgDir));
+      mkdirSync(pgDir, { mode: 0o700 });
+      writeFileSync(path.join(pgDir, 'PG_VERSION'), '18\n');
+      // As root it belongs to root, not postgres; otherwise it is no cluster PostgreSQL can open.
+      const err = await startError(path.join(dir, 'data'), { home: path.join(dir, 'home') });
+      oneSentence(err, pgDir);
+      if (root) expect(err.message).toMatch(/belongs to uid 0/);
+    }, 30_000);
   });
 });
