@@ -698,7 +698,7 @@ async function main() {
   const started = Date.now();
   const loadBefore = +os.loadavg()[0].toFixed(2);
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'hatchery-bench-'));
-  chmodSync(tmp, 0o755); // the postgres user must reach the embedded data dir when we run as root
+  chmodSync(tmp, 0o755); // as root: the embedded cluster stays in here, not in /var/lib/hatchery-postgres
   let db: BenchDb | null = null;
   let gateway: Gateway | null = null;
   let pool: Pool | null = null;

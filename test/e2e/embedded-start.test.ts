@@ -1,6 +1,6 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import http from 'node:http';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +16,7 @@ describe('zero-config start with the embedded PostgreSQL', () => {
   let server: ChildProcess;
   let url: string;
   let stderr = '';
+  let stdout = '';
   /** The server's JSON log lines (stdout), and waiters for a line to come. */
   const logLines: Array<Record<string, any>> = [];
   const logWaiters: Array<{ match: (l: Record<string, any>) => boolean; resolve: () => void }> = [];
@@ -30,15 +31,14 @@ describe('zero-config start with the embedded PostgreSQL', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'hatchery-e2e-'));
-    chmodSync(dataDir, 0o755);
+    chmodSync(dataDir, 0o755); // as root: the cluster stays in here, not in /var/lib/hatchery-postgres
     server = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
     server.stderr!.on('data', (c) => (stderr += c));
     url = await new Promise<string>((resolve, reject) => {
-      let out = '';
       let partial = '';
       server.stdout!.on('data', (c) => {
-        out += c;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
+        stdout += c;
+        const m = /listening on (http:\/\/\S+)/.exec(stdout);
         if (m) resolve(m[1]);
         const lines = (partial + c).split('\n');
         partial = lines.pop()!;
@@ -117,5 +117,13 @@ describe('zero-config start with the embedded PostgreSQL', () => {
     expect(await exited).toBe(0);
     expect(stderr).not.toMatch(/error/i);
     expect(() => process.kill(pgPid, 0)).toThrow();
+
+    // The database's password (generated into the data dir, owner only) is in no log.
+    const password = readFileSync(path.join(dataDir, 'postgres.password'), 'utf8').trim();
+    expect(statSync(path.join(dataDir, 'postgres.password')).mode & 0o777).toBe(0o600);
+    expect(password).toMatch(/^[0-9a-f]{48}$/);
+    for (const log of [stdout, stderr, admin.stdout, admin.stderr, readFileSync(path.join(dataDir, 'postgres.log'), 'utf8')]) {
+      expect(log).not.toContain(password);
+    }
   }, 90_000);
 });

@@ -30,7 +30,7 @@ describe('a database that goes away and comes back', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'hatchery-outage-'));
-    chmodSync(dir, 0o755); // the postgres user must reach its data dir when we run as root
+    chmodSync(dir, 0o755); // as root: the cluster stays in here, not in /var/lib/hatchery-postgres
     pg = await startEmbeddedPostgres(dir);
     gateway = buildApp(
       loadConfig({

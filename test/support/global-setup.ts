@@ -14,7 +14,7 @@ export default async function globalSetup(): Promise<void> {
   let serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const dir = mkdtempSync(path.join(tmpdir(), 'hatchery-test-'));
-    chmodSync(dir, 0o755); // the postgres user must reach its data dir when we run as root
+    chmodSync(dir, 0o755); // as root: the cluster stays in here, not in /var/lib/hatchery-postgres
     const pg = await startEmbeddedPostgres(dir);
     (globalThis as Record<string, unknown>).__embeddedPg = pg;
     serverUrl = pg.url;
