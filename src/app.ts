@@ -166,6 +166,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       });
       const schema = buildGatewaySchema(pubsub);
       const db = ds;
+      const accounts = services.accounts;
       http = await createHttpServer({
         schema,
         buildContext: contextFactory({ services, ds, clock }),
@@ -174,6 +175,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         shutdownGraceMs: config.shutdownGraceMs,
         billing: services.billing,
         selfUrl: () => url,
+        sessions: { clock, events: bus, liveTokens: (ids) => accounts.liveTokenIds(ids) },
         ready: {
           database: async () => (await db.query('SELECT 1')).length === 1,
           events: () => bus.connected,

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { Clock } from './clock';
 import { PubSub } from './graphql/pubsub';
 import { AccountsService } from './modules/accounts/accounts.service';
+import { AccessEvent } from './modules/accounts/access.topics';
 import { AppsService } from './modules/apps/apps.service';
 import { DeploymentsService } from './modules/deployments/deployments.service';
 import { PreviewsService } from './modules/previews/previews.service';
@@ -52,8 +53,9 @@ export interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
-  const accounts = new AccountsService(deps.ds, deps.clock, deps.limits);
-  const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain, deps.limits);
+  const announce = (event: AccessEvent) => void deps.pubsub.publish('ACCESS', event);
+  const accounts = new AccountsService(deps.ds, deps.clock, deps.limits, announce);
+  const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain, deps.limits, announce);
   const volumes = new VolumesService(deps.ds, deps.clock, apps, deps.runtime);
   const guard = new AddressGuard(deps.webhooks.allowHosts);
   const webhooks = new WebhooksService(deps.ds, deps.clock, apps, deps.box, guard, new WebhookSender(guard, deps.webhooks), {

@@ -37,6 +37,7 @@ export function contextFactory(deps: { services: Services; ds: DataSource; clock
       services: deps.services,
       viewer: auth.user,
       tokenId: auth.tokenId,
+      tokenExpiresAt: auth.tokenExpiresAt,
       loaders: createLoaders(deps.ds),
       clock: deps.clock,
       requestId,

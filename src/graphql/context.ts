@@ -12,6 +12,8 @@ export interface Context {
   services: Services;
   viewer: User | null;
   tokenId: string | null;
+  /** When the caller's token stops working; null: never (unless revoked). */
+  tokenExpiresAt: Date | null;
   loaders: Loaders;
   clock: Clock;
   requestId: string;

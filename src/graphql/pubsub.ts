@@ -3,12 +3,13 @@ import { createPubSub } from '@graphql-yoga/subscription';
 import { LimitExceeded } from '../errors';
 import type { TopicCodecs } from '../bus/event-bus';
 import { deploymentCodecs, DeploymentTopics } from '../modules/deployments/deployments.topics';
+import { accessCodecs, AccessTopics } from '../modules/accounts/access.topics';
 
 /** The typed topic map of every module. */
-export type Topics = DeploymentTopics;
+export type Topics = DeploymentTopics & AccessTopics;
 
 /** How each topic's events travel between gateways (see src/bus). */
-export const topicCodecs: TopicCodecs = { ...deploymentCodecs };
+export const topicCodecs: TopicCodecs = { ...deploymentCodecs, ...accessCodecs };
 
 /** The yoga pubsub (type-graphql's), plus the EventTarget it runs on, for `listenNow`. */
 export type PubSub = ReturnType<typeof createPubSub<Topics>> & {
@@ -36,7 +37,7 @@ export function listenNow<K extends keyof Topics>(
   maxPending = pubsub.maxPending,
   /** How much of `maxPending` one event takes (a batch of log lines: each line). */
   weigh: (event: Topics[K][1]) => number = () => 1,
-): AsyncIterator<Topics[K][1]> & { close(): Promise<void> } {
+): AsyncIterator<Topics[K][1]> & { close(): Promise<void>; push(event: Topics[K][1]): void; onClose(cleanup: () => void): void } {
   type Payload = Topics[K][1];
   const name = `${String(topic)}:${id}`;
   const queue: Payload[] = [];
@@ -64,10 +65,12 @@ export function listenNow<K extends keyof Topics>(
     }
   };
   pubsub.target.addEventListener(name, listener);
+  const cleanups: Array<() => void> = [];
   const close = async () => {
     if (closed) return;
     closed = true;
     pubsub.target.removeEventListener(name, listener);
+    for (const cleanup of cleanups) cleanup();
     queue.length = 0;
     pending = 0;
     waiting?.({ value: undefined, done: true });
@@ -90,6 +93,23 @@ export function listenNow<K extends keyof Topics>(
       return { value: undefined, done: true };
     },
     close,
+    /** Queues an event of this process's own (it never overflows the queue). */
+    push(event) {
+      if (closed || overflowed) return;
+      if (waiting) {
+        const resolve = waiting;
+        waiting = null;
+        resolve({ value: event, done: false });
+      } else {
+        queue.push(event);
+        pending += weigh(event);
+      }
+    },
+    /** Runs `cleanup` when the stream closes (a listener of another topic, say). */
+    onClose(cleanup) {
+      if (closed) cleanup();
+      else cleanups.push(cleanup);
+    },
   };
 }
 

@@ -5,7 +5,7 @@ import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastif
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { DomainError, ServiceUnavailable } from '../errors';
 import { connectionAuthorization, ContextFactory } from '../graphql/build-context';
 import { sharedSubscribe } from '../graphql/shared-execution';
@@ -29,6 +29,8 @@ import { sharedPayloads } from './ws-payloads';
 import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
 import { within } from '../timeout';
+import { Clock } from '../clock';
+import { CLOSE_UNAUTHORIZED, WsSessions } from './ws-sessions';
 
 export interface HttpDeps {
   schema: GraphQLSchema;
@@ -44,6 +46,8 @@ export interface HttpDeps {
   limits: HttpLimits;
   /** How long close() lets in-flight requests finish before it cuts their connections. */
   shutdownGraceMs: number;
+  /** What graphql-ws connections need to close when their token stops working. */
+  sessions: { clock: Clock; events: EventTarget; liveTokens(ids: string[]): Promise<Set<string>> };
 }
 
 /** The parts /readyz checks; only the database is asked, the others say what they already know. */
@@ -249,6 +253,23 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const payloads = sharedPayloads(wss);
   const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
+  const sessions = new WsSessions({ ...deps.sessions, onError: (err) => deps.log.warn({ err }, 'checking graphql-ws connections’ tokens failed') });
+  /** Authenticates the connection's credentials as they stand now; on failure the connection closes. */
+  const authorize = async (ctx: { connectionParams?: Record<string, unknown> | undefined; extra: { socket: WebSocket } }, requestId: string) => {
+    try {
+      const context = await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId);
+      contexts.set(ctx.extra, context);
+      sessions.track(ctx.extra.socket, context.tokenId!, context.tokenExpiresAt);
+      return null;
+    } catch (err) {
+      const known = knownFailure(err);
+      // 1013 Try Again Later: the database is down, the token may well be good.
+      if (known instanceof ServiceUnavailable) ctx.extra.socket.close(1013, 'Try again later');
+      else if (known instanceof DomainError) ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized');
+      else throw err;
+      return known;
+    }
+  };
   // Over graphql-ws the connection's id names the request: in masked errors and on their log lines.
   const formatWs = (ctx: { extra: object }, formatted: GraphQLFormattedError, error: unknown) => {
     const reqId = contexts.get(ctx.extra)?.requestId;
@@ -264,20 +285,18 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
           ctx.extra.socket.close(4429, 'Too many requests');
           return false;
         }
-        try {
-          contexts.set(ctx.extra, await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId()));
-          return true;
-        } catch (err) {
-          if (err instanceof DomainError) await wsLimit.failedAuth(ctx);
-          // 1013 Try Again Later: the database is down, the token may well be good.
-          if (knownFailure(err) instanceof ServiceUnavailable) ctx.extra.socket.close(1013, 'Try again later');
-          else ctx.extra.socket.close(4401, 'Unauthorized');
-          return false;
-        }
+        const refused = await authorize(ctx, requestId());
+        if (refused && !(refused instanceof ServiceUnavailable)) await wsLimit.failedAuth(ctx);
+        return refused === null;
       },
-      onSubscribe: (ctx, id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         wsMetrics.subscribed(ctx, id);
-        return wsLimit.onSubscribe(ctx, id, payload);
+        const refused = await wsLimit.onSubscribe(ctx, id, payload);
+        if (refused) return refused;
+        // Every operation runs as the token stands now: revoked or expired, the connection closes.
+        const failure = await authorize(ctx, contexts.get(ctx.extra)!.requestId);
+        if (!failure) return undefined;
+        return [new GraphQLError(failure.message, { extensions: { code: failure.code } })];
       },
       context: (ctx) => {
         // The caller authenticated at connect, with fresh loaders per operation.
@@ -299,6 +318,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   return {
     app,
     async close() {
+      sessions.close();
       await ws.dispose();
       // In-flight requests get the grace period. Then every connection left is cut: a request
       // still running, or a connection opened with no request on it yet (a client's spare one),

@@ -9,6 +9,7 @@ import { pgCode } from '../../db/transaction';
 import { ApiToken } from './api-token.entity';
 import { User } from './user.entity';
 import { entityRows } from '../../db/rows';
+import { AccessEvent } from './access.topics';
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_TOKEN_DAYS = 3650;
@@ -28,11 +29,15 @@ export interface AccountLimits {
   tokensPerAccount: number;
 }
 
+/** Where a lost door is announced to every gateway (the event bus); nowhere for the admin command. */
+export type AccessPublisher = (event: AccessEvent) => void;
+
 export class AccountsService {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
     private readonly limits: AccountLimits,
+    private readonly announce: AccessPublisher = () => undefined,
   ) {}
 
   /**
@@ -73,7 +78,7 @@ export class AccountsService {
   }
 
   /** Resolves a bearer token to its user, or null for a missing, unknown, expired or revoked one. */
-  async authenticate(token: string | null): Promise<{ user: User; tokenId: string } | null> {
+  async authenticate(token: string | null): Promise<{ user: User; tokenId: string; tokenExpiresAt: Date | null } | null> {
     if (!token || !token.startsWith('hatch_') || token.length > 200) return null;
     // Every request runs this: one plain statement, without TypeORM's query building and mapping
     // (a third of a list request's ORM time in the bench profile).
@@ -89,7 +94,17 @@ export class AccountsService {
     if (!row.token_last_used_at || now.getTime() - row.token_last_used_at.getTime() >= LAST_USED_GRANULARITY_MS) {
       await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [row.token_id, now]);
     }
-    return { user: users.map(row), tokenId: row.token_id };
+    return { user: users.map(row), tokenId: row.token_id, tokenExpiresAt: row.token_expires_at };
+  }
+
+  /** Which of these tokens still work (neither revoked nor expired). */
+  async liveTokenIds(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows: Array<{ id: string }> = await this.ds.query(
+      'SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)',
+      [ids, this.clock.now()],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   async createApiToken(ctx: Context, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {
@@ -145,6 +160,8 @@ export class AccountsService {
       token.revokedAt = this.clock.now();
       await repo.update({ id }, { revokedAt: token.revokedAt });
     }
+    // Open graphql-ws connections on this token, on every gateway, close now (again if already revoked).
+    this.announce({ kind: 'token-revoked', tokenId: id });
     return token;
   }
 }

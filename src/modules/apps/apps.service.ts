@@ -5,7 +5,7 @@ import { Context, requireViewer } from '../../graphql/context';
 import { Page, pageByIdDesc } from '../../graphql/pagination';
 import { newId } from '../../ids';
 import { pgCode } from '../../db/transaction';
-import { AccountsService } from '../accounts/accounts.service';
+import { AccessPublisher, AccountsService } from '../accounts/accounts.service';
 import { App, Tier, TIERS } from './app.entity';
 import { Collaborator } from './collaborator.entity';
 import { hostUrl, SLUG_RE, SLUG_RULE } from './hosts';
@@ -25,6 +25,7 @@ export class AppsService {
     private readonly accounts: AccountsService,
     private readonly appsDomain: string,
     private readonly limits: { eggsPerAccount: number },
+    private readonly announce: AccessPublisher = () => undefined,
   ) {}
 
   async createApp(ctx: Context, input: { slug: string }): Promise<App> {
@@ -68,6 +69,19 @@ export class AppsService {
       .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
       .getOne();
     if (!app) throw new NotFound('Egg', slug);
+    return app;
+  }
+
+  /** `getVisible` by the egg's id. */
+  async getVisibleById(ctx: Context, appId: string): Promise<App> {
+    const viewer = requireViewer(ctx);
+    const app = await this.ds
+      .getRepository(App)
+      .createQueryBuilder('a')
+      .where('a.id = :appId', { appId })
+      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .getOne();
+    if (!app) throw new NotFound('Egg', appId);
     return app;
   }
 
@@ -128,6 +142,8 @@ export class AppsService {
     const user = await this.accounts.findUserByEmail(email);
     const removed = user ? await this.ds.getRepository(Collaborator).delete({ appId: app.id, userId: user.id }) : null;
     if (!removed?.affected) throw new NotFound('Collaborator', email);
+    // Their open streams on the egg, on every gateway, end now.
+    this.announce({ kind: 'access-lost', userId: user!.id, appId: app.id });
     ctx.loaders.collaboratorIdsByAppId.clear(app.id);
     return app;
   }

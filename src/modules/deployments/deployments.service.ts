@@ -22,6 +22,7 @@ import { IdempotencyKey } from './idempotency-key.entity';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
 import { deploymentSuffix, hostUrl } from '../apps/hosts';
+import { AccessEvent } from '../accounts/access.topics';
 
 
 /** Filters and page of a deployment list. */
@@ -333,18 +334,44 @@ export class DeploymentsService {
    */
   private async listenThenGet(ctx: Context, id: string, weigh?: (e: DeploymentEvent) => number) {
     const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, weigh);
+    // The subscriber losing sight of the egg (on any gateway) is an event of the stream too,
+    // listened to before the first check so no removal falls between the two.
+    const viewerId = requireViewer(ctx).id;
+    let appId: string | null = null;
+    const onAccess = (e: Event) => {
+      const access = (e as CustomEvent<AccessEvent>).detail;
+      const lost = access.kind === 'access-lost' && access.userId === viewerId && (appId === null || access.appId === appId);
+      if (lost || access.kind === 'resync') events.push({ kind: 'access' });
+    };
+    this.deps.pubsub.target.addEventListener('ACCESS', onAccess);
+    events.onClose(() => this.deps.pubsub.target.removeEventListener('ACCESS', onAccess));
     try {
-      return { events, deployment: await this.get(ctx, id) };
+      const deployment = await this.get(ctx, id);
+      appId = deployment.appId;
+      return { events, deployment };
     } catch (err) {
       await events.close();
       throw err;
     }
   }
 
+  /**
+   * The deployment as it is now, if it still exists; null once deleted. Throws NotFound when the
+   * subscriber can no longer see its egg (a stream then ends with NOT_FOUND).
+   */
+  private async stillVisible(ctx: Context, id: string): Promise<Deployment | null> {
+    const row = await this.ds.getRepository(Deployment).findOneBy({ id });
+    if (!row) return null;
+    await this.deps.apps.getVisibleById(ctx, row.appId).catch((err: unknown) => {
+      throw err instanceof NotFound ? new NotFound('Deployment', id) : err;
+    });
+    return row;
+  }
+
   /** The current state at once, then every change; ends when the deployment is deleted. */
   async watchStatus(ctx: Context, id: string): Promise<AsyncIterable<Deployment>> {
     const { events, deployment: current } = await this.listenThenGet(ctx, id);
-    const repo = this.ds.getRepository(Deployment);
+    const stillVisible = () => this.stillVisible(ctx, id);
     const stream = (async function* () {
       try {
         let last = current;
@@ -352,9 +379,13 @@ export class DeploymentsService {
         for (;;) {
           const { value, done } = await events.next();
           if (done || value.kind === 'deleted') return;
+          if (value.kind === 'access') {
+            if (!(await stillVisible())) return;
+            continue;
+          }
           if (value.kind === 'resync') {
             // Changes may have been missed: the row says where it stands.
-            const now = await repo.findOneBy({ id });
+            const now = await stillVisible();
             if (!now) return;
             if (now.revision <= last.revision) continue;
             last = now;
@@ -394,7 +425,7 @@ export class DeploymentsService {
   async watchLogBatches(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
     // A subscriber may fall behind by so many lines, however they are batched.
     const { events, deployment } = await this.listenThenGet(ctx, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
-    const repo = this.ds.getRepository(Deployment);
+    const stillVisible = () => this.stillVisible(ctx, id);
     const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
     const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
     const stream = (async function* () {
@@ -418,10 +449,14 @@ export class DeploymentsService {
         for (;;) {
           const { value, done } = await events.next();
           if (done || value.kind === 'deleted') return;
+          if (value.kind === 'access') {
+            if (!(await stillVisible())) return;
+            continue;
+          }
           if (value.kind === 'resync') {
             // Events may have been missed: lines are in storage, the end of the build in the row.
-            yield* stored();
-            const now = await repo.findOneBy({ id });
+            const now = await stillVisible();
+            if (now) yield* stored();
             if (!now || (type === LogType.BUILD && now.status !== DeploymentStatus.BUILDING)) return;
             continue;
           }

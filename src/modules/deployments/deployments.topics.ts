@@ -21,7 +21,9 @@ export type DeploymentEvent =
   | { kind: 'stored'; after: number; upTo: number }
   | { kind: 'deleted'; id: string }
   /** Events may have been missed (the bus to the other gateways was cut and is back): look at storage. */
-  | { kind: 'resync' };
+  | { kind: 'resync' }
+  /** This process only: the subscriber may have lost sight of the egg; its stream checks. */
+  | { kind: 'access' };
 
 /**
  * Between the gateways' runners of eggs: the egg's current deployment changed (or is to be
@@ -59,7 +61,7 @@ export function deploymentFromJson(data: Record<string, unknown>): Deployment {
  */
 export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
   encode(e) {
-    if (e.kind === 'lines') return LOCAL_ONLY;
+    if (e.kind === 'lines' || e.kind === 'access') return LOCAL_ONLY;
     if (e.kind !== 'status') return e;
     return { kind: 'status', deployment: deploymentToJson(e.deployment) };
   },
