@@ -66,6 +66,17 @@ export class LimitExceeded extends DomainError {
   }
 }
 
+/** Too many requests; retrying after `retryAfterSeconds` helps. */
+export class RateLimited extends DomainError {
+  readonly code = 'RATE_LIMITED';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 export class BadRequest extends DomainError {
   readonly code = 'BAD_REQUEST';
 }

@@ -1,6 +1,6 @@
 import { GraphQLError, GraphQLFormattedError } from 'graphql';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors';
-import { DomainError, ErrorCode, FieldError, ServiceUnavailable, ValidationFailed } from '../errors';
+import { DomainError, ErrorCode, FieldError, RateLimited, ServiceUnavailable, ValidationFailed } from '../errors';
 import { newId } from '../ids';
 import { Logger } from '../log';
 import { withoutSuggestions } from './limits';
@@ -22,9 +22,10 @@ export const ERROR_HTTP: Record<ErrorCode, { status: number; code: string; title
 };
 
 /** Headers that go with an error on any transport: a 401 asks for a bearer token, a 503 says when to retry. */
-export function errorHeaders(code: ErrorCode): Record<string, string> {
+export function errorHeaders(code: ErrorCode, err?: unknown): Record<string, string> {
   if (code === 'UNAUTHENTICATED') return { 'www-authenticate': 'Bearer' };
   if (code === 'SERVICE_UNAVAILABLE') return { 'retry-after': '1' };
+  if (err instanceof RateLimited) return { 'retry-after': String(err.retryAfterSeconds) };
   return {};
 }
 

@@ -5,6 +5,7 @@ import { Logger } from '../log';
 import { GraphQLError } from 'graphql';
 import { credentialOf } from '../graphql/build-context';
 import { ERROR_HTTP } from '../graphql/errors';
+import { RateLimited } from '../errors';
 import { GRAPHQL_PATH, isGraphQLRoute, sendGraphQLErrors, sendProblem } from './responses';
 
 /**
@@ -177,7 +178,16 @@ export class RateLimiter {
     return this.verdict(hit, perMin);
   }
 
-  /** A request from `ip` presented a token that was refused. */
+  /**
+   * Counts one request of an authenticated account, whichever of its tokens it came with: an
+   * account cannot mint tokens for fresh budgets. Null when no limit applies.
+   */
+  async takeAccount(userId: string): Promise<Verdict | null> {
+    if (!this.opts.perMin) return null;
+    return this.verdict((await this.store.add(`${this.prefix}acct:${userId}`, WINDOW_MS)).hit, this.opts.perMin);
+  }
+
+  /** A request from `ip` presented a token that was refused, or was refused before its token was looked at. */
   async failedAuth(ip: string): Promise<void> {
     if (this.opts.anonPerMin) await this.store.add(`${this.prefix}fail:${ip}`, WINDOW_MS);
   }
@@ -207,21 +217,54 @@ function exempt(req: FastifyRequest): boolean {
   return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}) as object, 'query');
 }
 
-/** `RateLimit-*` headers (IETF draft names) on every limited response; 429 with `Retry-After` over the limit. */
-export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter): void {
+/** The domain error of an account over its limit: 429 with the verdict's headers. */
+export function rateLimited(v: Verdict): RateLimited {
+  return new RateLimited(rateLimitMessage(v), v.resetSeconds);
+}
+
+function limitHeaders(reply: FastifyReply, verdict: Verdict): void {
+  reply.header('RateLimit-Limit', verdict.limit);
+  reply.header('RateLimit-Remaining', verdict.remaining);
+  reply.header('RateLimit-Reset', verdict.resetSeconds);
+}
+
+/** Requests whose token was found good; the others that carry one and are refused count against their IP. */
+const authenticated = new WeakSet<FastifyRequest>();
+
+/**
+ * `RateLimit-*` headers (IETF draft names) on every limited response; 429 with `Retry-After` over
+ * the limit. Before authentication a request counts under its token (no SQL); `authenticated`
+ * then counts it under its account. A request that carries a token but is refused without it
+ * being found good (a bad token, a bad API-Version, an operation over the limits, a random bearer
+ * value on any refusal) counts against its IP, as requests without a token do.
+ */
+export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter): { authenticated(req: FastifyRequest, reply: FastifyReply, userId: string): Promise<void> } {
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (exempt(req)) return;
     const verdict = await limiter.take(credentialOf(req.headers.authorization), req.ip);
     if (!verdict) return;
-    reply.header('RateLimit-Limit', verdict.limit);
-    reply.header('RateLimit-Remaining', verdict.remaining);
-    reply.header('RateLimit-Reset', verdict.resetSeconds);
+    limitHeaders(reply, verdict);
     if (verdict.allowed) return;
     reply.header('Retry-After', verdict.resetSeconds);
     if (isGraphQLRoute(req)) return sendGraphQLErrors(reply, ERROR_HTTP.RATE_LIMITED.status, [rateLimitError(verdict).toJSON()]);
     return sendProblem(reply, 'RATE_LIMITED', rateLimitMessage(verdict));
   });
   app.addHook('onResponse', async (req, reply) => {
-    if (reply.statusCode === 401 && credentialOf(req.headers.authorization) !== null) await limiter.failedAuth(req.ip);
+    const status = reply.statusCode;
+    if (status < 400 || status >= 500 || status === 429 || authenticated.has(req) || exempt(req)) return;
+    if (credentialOf(req.headers.authorization) !== null) await limiter.failedAuth(req.ip);
   });
+  return {
+    /** Counts the request under its account, once its token is found good; throws RateLimited over the limit. */
+    async authenticated(req, reply, userId) {
+      authenticated.add(req);
+      const verdict = await limiter.takeAccount(userId);
+      if (!verdict) return;
+      const shown = Number(reply.getHeader('RateLimit-Remaining') ?? Infinity);
+      if (!verdict.allowed || verdict.remaining < shown) limitHeaders(reply, verdict);
+      if (verdict.allowed) return;
+      reply.header('Retry-After', verdict.resetSeconds);
+      throw rateLimited(verdict);
+    },
+  };
 }

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
-import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
-import { DomainError, ServiceUnavailable } from '../errors';
+import { DomainError, RateLimited, ServiceUnavailable } from '../errors';
 import { connectionAuthorization, ContextFactory } from '../graphql/build-context';
 import { sharedSubscribe } from '../graphql/shared-execution';
 import { Context } from '../graphql/context';
@@ -26,7 +26,7 @@ import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperati
 import { OperationRequest } from '../graphql/limits';
 import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
 import { sharedPayloads } from './ws-payloads';
-import { RateLimiter, RateLimiterOptions, registerRateLimit } from './rate-limit';
+import { RateLimiter, RateLimiterOptions, rateLimited, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
 import { within } from '../timeout';
 import { Clock } from '../clock';
@@ -156,7 +156,13 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     if (problem) return sendRefusal(req, reply, 'BAD_REQUEST', problem);
   });
   deps.metrics.instrument(app); // request counts and latency per route; GET /metrics
-  registerRateLimit(app, limiter);
+  const rate = registerRateLimit(app, limiter);
+  /** The caller of an HTTP request (REST or GraphQL), counted under their account. */
+  const authenticateHttp = async (req: FastifyRequest, reply: FastifyReply): Promise<Context> => {
+    const ctx = await deps.buildContext.authenticate(req.headers.authorization, req.id);
+    await rate.authenticated(req, reply, ctx.viewer!.id);
+    return ctx;
+  };
 
   // JSON only: any other body type is a 415, including text/plain, which Fastify parses by default.
   app.removeContentTypeParser('text/plain');
@@ -228,22 +234,22 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   registerOperationLimits(app, guard);
   await app.register(fastifyApollo(apollo), {
     path: GRAPHQL_PATH,
-    context: async (req) => {
+    context: async (req, reply) => {
       try {
-        const ctx = await deps.buildContext.authenticate(req.headers.authorization, req.id);
+        const ctx = await authenticateHttp(req, reply);
         const operation = checkedOperation(req);
         if (operation) checked.set(ctx, operation);
         return ctx;
       } catch (err) {
         const known = knownFailure(err);
         if (!(known instanceof DomainError)) throw err;
-        const headers = new Map(Object.entries(errorHeaders(known.code)));
+        const headers = new Map(Object.entries(errorHeaders(known.code, known)));
         throw new GraphQLError(known.message, { extensions: { code: known.code, http: { status: ERROR_HTTP[known.code].status, headers } } });
       }
     },
   });
 
-  registerRest(app, deps);
+  registerRest(app, { ...deps, authenticate: authenticateHttp });
   registerOpenApi(app, deps); // GET /openapi.json and /docs, public
   await registerBilling(app, deps);
 
@@ -260,7 +266,9 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       const context = await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId);
       contexts.set(ctx.extra, context);
       sessions.track(ctx.extra.socket, context.tokenId!, context.tokenExpiresAt);
-      return null;
+      // The account's budget, whichever token: connection_init and each operation count once.
+      const verdict = await limiter.takeAccount(context.viewer!.id);
+      return verdict && !verdict.allowed ? rateLimited(verdict) : null;
     } catch (err) {
       const known = knownFailure(err);
       // 1013 Try Again Later: the database is down, the token may well be good.
@@ -286,7 +294,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
           return false;
         }
         const refused = await authorize(ctx, requestId());
-        if (refused && !(refused instanceof ServiceUnavailable)) await wsLimit.failedAuth(ctx);
+        if (refused instanceof RateLimited) ctx.extra.socket.close(4429, 'Too many requests');
+        else if (refused && !(refused instanceof ServiceUnavailable)) await wsLimit.failedAuth(ctx);
         return refused === null;
       },
       onSubscribe: async (ctx, id, payload) => {
@@ -296,7 +305,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
         // Every operation runs as the token stands now: revoked or expired, the connection closes.
         const failure = await authorize(ctx, contexts.get(ctx.extra)!.requestId);
         if (!failure) return undefined;
-        return [new GraphQLError(failure.message, { extensions: { code: failure.code } })];
+        const retry = failure instanceof RateLimited ? { retryAfter: failure.retryAfterSeconds } : {};
+        return [new GraphQLError(failure.message, { extensions: { code: failure.code, ...retry } })];
       },
       context: (ctx) => {
         // The caller authenticated at connect, with fresh loaders per operation.

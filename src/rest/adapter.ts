@@ -1,7 +1,6 @@
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DocumentNode, execute, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
 import { FieldError } from '../errors';
-import { ContextFactory } from '../graphql/build-context';
 import { Context } from '../graphql/context';
 import { formatError, isErrorCode } from '../graphql/errors';
 import { snake } from '../db/naming';
@@ -43,7 +42,7 @@ export function prepareRoutes(schema: GraphQLSchema): Prepared[] {
 
 export function registerRest(
   app: FastifyInstance,
-  deps: { schema: GraphQLSchema; buildContext: ContextFactory; log: Logger },
+  deps: { schema: GraphQLSchema; log: Logger; authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Context> },
 ): void {
   const contexts = new WeakMap<FastifyRequest, Context>();
 
@@ -63,7 +62,7 @@ export function registerRest(
         reply.header('API-Version', release);
         if (release < route.since) return sendProblem(reply, 'NOT_FOUND', `${route.method} ${route.path} is not part of API release ${release}`);
         // A refused token goes to the server's error handler (401 problem, WWW-Authenticate).
-        contexts.set(req, await deps.buildContext.authenticate(req.headers.authorization, req.id));
+        contexts.set(req, await deps.authenticate(req, reply));
       },
       handler: async (req, reply) => {
         const body = req.body as unknown;

@@ -62,13 +62,17 @@ describe('rate limits across gateways', () => {
         expect(res.body.code).toBe('rate_limited');
       }
       // The counters live in Redis under the prefix, with the window as their expiry; the token itself is not stored.
-      const keys = await redis.keys(`${keyPrefix}rl:*`);
-      expect(keys).toHaveLength(1);
-      expect(keys[0]).not.toContain(user.token);
-      expect(Number(await redis.get(keys[0]))).toBe(PER_MIN + 2);
-      const ttl = await redis.pttl(keys[0]);
-      expect(ttl).toBeGreaterThan(0);
-      expect(ttl).toBeLessThanOrEqual(60_000);
+      // The token's counter saw every request; the account's only those whose token was looked up.
+      const keys = (await redis.keys(`${keyPrefix}rl:*`)).sort();
+      expect(keys).toEqual([`${keyPrefix}rl:acct:${user.id}`, expect.stringMatching(new RegExp(`^${keyPrefix}rl:tok:[0-9a-f]{32}$`))]);
+      expect(keys.join()).not.toContain(user.token);
+      expect(Number(await redis.get(keys[1]))).toBe(PER_MIN + 2);
+      expect(Number(await redis.get(keys[0]))).toBe(PER_MIN);
+      for (const key of keys) {
+        const ttl = await redis.pttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(60_000);
+      }
       // Unauthenticated requests are shared per IP as well.
       for (const url of urls) expect((await request(url, 'GET', '/deployments', { from: '127.0.0.6' })).status).toBe(401);
       expect((await request(gw.t.url, 'GET', '/deployments', { from: '127.0.0.6' })).status).toBe(429);

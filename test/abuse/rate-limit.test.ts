@@ -75,18 +75,54 @@ describe('rate limits', () => {
     expect((await request(t.url, 'GET', '/deployments', { token: user.token })).status).toBe(429);
   });
 
-  it('each token has its own budget: another token of the same account, and another account', async () => {
+  it('an account’s tokens share its budget (minting tokens buys no requests); another account has its own', async () => {
     const user = await makeUser(t.gateway);
-    const second = (await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: 'second' })).createApiToken.token;
-    for (let i = 2; i <= PER_MIN; i++) expect((await request(t.url, 'GET', '/deployments', { token: user.token })).status).toBe(200);
-    expect((await request(t.url, 'GET', '/deployments', { token: user.token })).status).toBe(429);
+    const fresh = async () => (await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: unique('t') })).createApiToken.token;
+    const tokens = [await fresh(), await fresh()];
+    // Two requests spent minting; the rest of the account's budget over two other tokens.
+    for (let i = 3; i <= PER_MIN; i++) expect((await request(t.url, 'GET', '/deployments', { token: tokens[i % 2] })).status).toBe(200);
+    for (const token of [...tokens, user.token]) {
+      const res = await request(t.url, 'GET', '/deployments', { token });
+      expect(res.status).toBe(429);
+      expect(res.body).toMatchObject({ status: 429, code: 'rate_limited' });
+      expectHeaders(res, PER_MIN, 0);
+      expectRetryAfter(res);
+    }
+    // Over GraphQL too, with a token minted now (its own budget is fresh, the account's is not).
+    const gql = await graphql(t.url, tokens[0], '{ viewer { id } }');
+    expect(gql.status).toBe(429);
+    expect(gql.body.errors[0].extensions.code).toBe('RATE_LIMITED');
+    expectRetryAfter(gql);
 
-    const other = await request(t.url, 'GET', '/deployments', { token: second });
-    expect(other.status).toBe(200);
-    expectHeaders(other, PER_MIN, PER_MIN - 1);
+    // And over graphql-ws: the connection_init of a fresh token is turned away with 4429.
+    const closed = new Promise<number>((resolve) => {
+      const client = wsClientFrom(t.url, tokens[1], '127.0.0.11', resolve);
+      openStream(client, STATUS, { id: 'dep_x' });
+    });
+    expect(await closed).toBe(4429);
+
     const stranger = await request(t.url, 'GET', '/deployments', { token: (await makeUser(t.gateway)).token });
     expect(stranger.status).toBe(200);
     expectHeaders(stranger, PER_MIN, PER_MIN - 1);
+  });
+
+  it('requests refused before authentication count against the client IP, even with a random bearer value', async () => {
+    const from = '127.0.0.9';
+    const random = () => `hatch_${Math.random().toString(36).slice(2)}${Date.now()}`;
+    // A bad API-Version and an operation over the limits are refused before any token lookup.
+    for (let i = 1; i <= ANON_PER_MIN; i++) {
+      const res =
+        i % 2
+          ? await request(t.url, 'GET', '/deployments', { token: random(), from, headers: { 'api-version': 'nope' } })
+          : await graphql(t.url, random(), `{ ${Array.from({ length: 20 }, (_, n) => `a${n}: viewer { id }`).join(' ')} }`, undefined, from);
+      expect(res.status).toBe(400);
+    }
+    // The address is spent, whatever fresh bearer value it tries next.
+    const next = await request(t.url, 'GET', '/deployments', { token: random(), from });
+    expect(next.status).toBe(429);
+    expect(next.body.code).toBe('rate_limited');
+    // Another address is not.
+    expect((await request(t.url, 'GET', '/deployments', { token: random(), from: '127.0.0.10' })).status).toBe(401);
   });
 
   it('per IP without a token: its own budget per address, apart from tokens', async () => {
