@@ -740,6 +740,8 @@ async function main() {
       HATCHERY_ENERGY_FREE_WEEKLY: '10000000',
       // Abuse limits stay on, but far above what one benchmark token sends.
       HATCHERY_RATE_LIMIT_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
+      // Refused operations count against the client IP (their token is never looked at).
+      HATCHERY_RATE_LIMIT_ANON_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
       // Every subscriber and load connection comes from 127.0.0.1.
       HATCHERY_MAX_CONNECTIONS_PER_IP: String(S.subscribers + S.connections + 100),
     });

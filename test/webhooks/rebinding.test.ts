@@ -103,7 +103,7 @@ describe('DNS rebinding: the target is checked again when the client connects', 
       expectSigned(SECRET, { path: got.path, method: 'POST', headers: got.headers as Record<string, string>, body: got.body, json: JSON.parse(got.body), at: Date.now() });
     });
 
-    it('public at the pre-check, 127.0.0.1 at connect time → refused before connecting: {ok: false, status: null}, an error naming 127.0.0.1, nothing at the target', async () => {
+    it('public at the pre-check, 127.0.0.1 at connect time → refused before connecting: {ok: false, status: null}, an error that does not echo the address, nothing at the target', async () => {
       const connections = target.connections;
       const prechecks = dns.count('promises', HOST);
       const callbacks = dns.count('callback', HOST);
