@@ -9,7 +9,8 @@ import { Config } from './config';
 import { createDataSource, DataSourceOptions } from './db/data-source';
 import { EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded';
 import { contextFactory } from './graphql/build-context';
-import { createEventBus, PubSub, topicCodecs } from './graphql/pubsub';
+import { createPubSub } from './bus/pubsub';
+import { GatewayPubSub, topicCodecs, Topics } from './modules';
 import { EventBus } from './bus/event-bus';
 import { expandStoredLines } from './modules/deployments/log-writer';
 import { PgTransport } from './bus/pg-transport';
@@ -42,7 +43,7 @@ export interface Gateway {
   readonly url: string;
   readonly services: Services;
   readonly ds: DataSource;
-  readonly pubsub: PubSub;
+  readonly pubsub: GatewayPubSub;
   readonly log: Logger;
 }
 
@@ -102,7 +103,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
   // Shared with the other gateways on this database once started (src/bus).
   const busError = (err: unknown) => log.warn({ err }, 'event bus');
   const bus = new EventBus(topicCodecs, busError);
-  const pubsub = createEventBus(bus, config.subscriptionMaxPending);
+  const pubsub = createPubSub<Topics>(bus, config.subscriptionMaxPending);
   const metrics = new Metrics({}, (err) => log.warn({ err }, 'metrics collection failed'));
   let ds: DataSource | null = null;
   let embedded: EmbeddedPostgres | null = null;

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { Clock } from './clock';
-import { PubSub } from './graphql/pubsub';
+import { GatewayPubSub } from './modules/topics';
 import { AccountsService } from './modules/accounts/accounts.service';
 import { AccessEvent } from './modules/accounts/access.topics';
 import { AppsService } from './modules/apps/apps.service';
@@ -35,7 +35,7 @@ export interface Services {
 export interface ServiceDeps {
   ds: DataSource;
   clock: Clock;
-  pubsub: PubSub;
+  pubsub: GatewayPubSub;
   box: SecretBox;
   runtime: Runtime;
   appsDomain: string;

@@ -27,7 +27,7 @@ import {
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
 import { ComplexityEstimator, ComplexityEstimatorArgs, getComplexity } from 'graphql-query-complexity';
-import { DEFAULT_PAGE, MAX_PAGE } from './pagination';
+import { DEFAULT_PAGE, MAX_PAGE } from '../db/paging';
 
 export interface OperationLimits {
   maxDepth: number;

@@ -1,11 +1,8 @@
 import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
-import { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { EntityRows } from '../db/rows';
-import { ValidationFailed } from '../errors';
-import { IdPrefix, isId } from '../ids';
+import type { PageInfo as PageInfoData } from '../db/paging';
 
 @ObjectType({ simpleResolvers: true, description: 'Relay page information.' })
-export class PageInfo {
+export class PageInfo implements PageInfoData {
   @Field(() => Boolean, { description: 'Whether more items follow this page.' })
   hasNextPage: boolean;
 
@@ -17,17 +14,6 @@ export class PageInfo {
 
   @Field(() => String, { nullable: true, description: 'Cursor of the last item; pass it as `after` for the next page.' })
   endCursor: string | null;
-}
-
-export interface Edge<T> {
-  node: T;
-  cursor: string;
-}
-
-export interface Page<T> {
-  edges: Edge<T>[];
-  nodes: T[];
-  pageInfo: PageInfo;
 }
 
 /** Builds the `XConnection` and `XEdge` object types for a node type. */
@@ -64,84 +50,3 @@ export class PageArgs {
   after?: string | null;
 }
 
-export const MAX_PAGE = 100;
-export const DEFAULT_PAGE = 20;
-
-export function pageSize(first: number | null | undefined, max = MAX_PAGE, fallback = DEFAULT_PAGE): number {
-  if (first === null || first === undefined) return fallback;
-  if (!Number.isInteger(first) || first < 1 || first > max) {
-    throw ValidationFailed.field('first', `must be an integer from 1 to ${max}`);
-  }
-  return first;
-}
-
-export function encodeCursor(key: string): string {
-  return Buffer.from(key, 'utf8').toString('base64url');
-}
-
-/** PostgreSQL `integer`: the largest value an integer-keyed cursor may name. */
-export const PG_INT_MAX = 2_147_483_647;
-
-/** A `<name>:<n>` cursor key over an integer column: `n` canonical (no sign, no leading zero) and at most `max`. */
-export function isIntKey(key: string, name: string, max = PG_INT_MAX): boolean {
-  const m = /^([a-z]+):(0|[1-9]\d{0,9})$/.exec(key);
-  return m !== null && m[1] === name && Number(m[2]) <= max;
-}
-
-/** Decodes a cursor and checks it with `valid`; a foreign or mangled cursor is a 422 on `after`. */
-export function decodeCursor(cursor: string | null | undefined, valid: (key: string) => boolean): string | null {
-  if (cursor === null || cursor === undefined) return null;
-  const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!valid(key) || encodeCursor(key) !== cursor) throw ValidationFailed.field('after', 'is not a cursor from this list');
-  return key;
-}
-
-/** Turns `limit + 1` fetched rows into a page. */
-export function toPage<T>(rows: T[], limit: number, key: (row: T) => string): Page<T> {
-  const nodes = rows.slice(0, limit);
-  const edges = nodes.map((node) => ({ node, cursor: encodeCursor(key(node)) }));
-  return {
-    edges,
-    nodes,
-    pageInfo: {
-      hasNextPage: rows.length > limit,
-      hasPreviousPage: false,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
-  };
-}
-
-/** Newest-first paging over time-sortable ids: the shared shape of every id-keyed list. */
-export async function pageByIdDesc<T extends { id: string }>(
-  qb: SelectQueryBuilder<T>,
-  prefix: IdPrefix,
-  args: { first?: number | null; after?: string | null },
-): Promise<Page<T>> {
-  const limit = pageSize(args.first);
-  const after = decodeCursor(args.after, (k) => isId(k, prefix));
-  qb.orderBy(`${qb.alias}.id`, 'DESC').limit(limit + 1);
-  if (after) qb.andWhere(`${qb.alias}.id < :after`, { after });
-  return toPage(await qb.getMany(), limit, (row) => row.id);
-}
-
-/**
- * `pageByIdDesc` in hand-written SQL, for the hottest lists: `FROM` and `WHERE` (ANDed, with
- * `$n` placeholders numbered after `params`) as given; the cursor and the limit are added here.
- */
-export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }>(
-  ds: DataSource,
-  rows: EntityRows<T>,
-  prefix: IdPrefix,
-  query: { from: string; where: string[]; params: unknown[] },
-  args: { first?: number | null; after?: string | null },
-): Promise<Page<T>> {
-  const limit = pageSize(args.first);
-  const after = decodeCursor(args.after, (k) => isId(k, prefix));
-  const params = [...query.params];
-  const where = [...query.where];
-  if (after) where.push(`${rows.alias}.id < $${params.push(after)}`);
-  const sql = `SELECT ${rows.select} FROM ${query.from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY ${rows.alias}.id DESC LIMIT ${limit + 1}`;
-  return toPage(await rows.query(ds, sql, params), limit, (row) => row.id);
-}

@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { GraphQLSchema, lexicographicSortSchema, printSchema } from 'graphql';
 import { buildSchemaSync } from 'type-graphql';
-import { resolvers } from '../modules';
-import { createEventBus, PubSub } from './pubsub';
+import { GatewayPubSub, resolvers, Topics } from '../modules';
+import { createPubSub } from '../bus/pubsub';
 import { DateTimeScalar } from './scalars';
 
-export function buildGatewaySchema(pubSub: PubSub = createEventBus()): GraphQLSchema {
+export function buildGatewaySchema(pubSub: GatewayPubSub = createPubSub<Topics>()): GraphQLSchema {
   return buildSchemaSync({
     resolvers: [...resolvers],
     scalarsMap: [{ type: Date, scalar: DateTimeScalar }],

@@ -23,6 +23,9 @@ import { AppVolumeResolver, VolumesResolver } from './volumes/volumes.resolver';
 import { SimVolumeUsage } from '../runtime/sim-volume-usage.entity';
 import { EventPayload } from '../bus/event-payload.entity';
 
+/** The topic registry: every module's events and how they travel between gateways. */
+export { topicCodecs, type GatewayPubSub, type Topics } from './topics';
+
 /** The one list of resolvers: the schema, the emitted SDL and the tests all build from it. */
 export const resolvers = [AccountsResolver, AppsResolver, DeploymentsResolver, VolumesResolver, AppVolumeResolver, PreviewsResolver, AppPreviewsResolver, EnergyResolver, BillingResolver, CronsResolver, WebhooksResolver] as const;
 

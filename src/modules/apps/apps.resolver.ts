@@ -1,6 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Context } from '../../graphql/context';
-import { Connection, decodeCursor, PageArgs, pageSize } from '../../graphql/pagination';
+import { Connection, PageArgs } from '../../graphql/pagination';
+import { decodeCursor, pageSize } from '../../db/paging';
 import { isId } from '../../ids';
 import { User } from '../accounts/user.entity';
 import { Deployment } from '../deployments/deployment.entity';

@@ -2,7 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { Forbidden, LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { pgCode } from '../../db/transaction';
 import { AccessPublisher, AccountsService } from '../accounts/accounts.service';

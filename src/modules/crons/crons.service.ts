@@ -3,7 +3,7 @@ import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context } from '../../graphql/context';
-import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { Runtime } from '../../runtime/runtime.port';
 import { App } from '../apps/app.entity';

@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import { DataSource, In } from 'typeorm';
-import { Page, toPage } from '../../graphql/pagination';
+import { Page, toPage } from '../../db/paging';
 import { Deployment, DeploymentStatus } from './deployment.entity';
 import { oneEach } from '../../graphql/batch';
 import { entityRows } from '../../db/rows';

@@ -4,9 +4,10 @@ import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../graphql/pagination';
+import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../db/paging';
 import { entityRows } from '../../db/rows';
-import { endWithConsumer, listenNow, PubSub } from '../../graphql/pubsub';
+import { endWithConsumer, listenNow } from '../../bus/pubsub';
+import { GatewayPubSub } from '../topics';
 import { newId } from '../../ids';
 import { BuildResult, EggSpec, Runtime } from '../../runtime/runtime.port';
 import { SecretBox } from '../../secrets';
@@ -49,7 +50,7 @@ export interface LogQuery {
 export interface DeploymentsDeps {
   ds: DataSource;
   clock: Clock;
-  pubsub: PubSub;
+  pubsub: GatewayPubSub;
   apps: AppsService;
   volumes: VolumesService;
   webhooks: WebhooksService;

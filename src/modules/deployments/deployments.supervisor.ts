@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { DataSource, In } from 'typeorm';
 import { Clock } from '../../clock';
-import type { PubSub } from '../../graphql/pubsub';
+import type { GatewayPubSub } from '../topics';
 import { EggSpec, Runtime, RunningEgg, BuildResult } from '../../runtime/runtime.port';
 import { Deployment, DeploymentStatus } from './deployment.entity';
 import { LogType } from './log-line.entity';
@@ -54,7 +54,7 @@ export class BuildSupervisor {
     private readonly clock: Clock,
     private readonly hooks: SupervisorHooks,
     readonly leaseMs: number,
-    private readonly pubsub: PubSub,
+    private readonly pubsub: GatewayPubSub,
   ) {}
 
   leaseFrom(now: Date): Date {

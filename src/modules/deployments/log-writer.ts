@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Clock } from '../../clock';
 import { pgCode } from '../../db/transaction';
-import { PubSub } from '../../graphql/pubsub';
+import { GatewayPubSub } from '../topics';
 import type { Metrics } from '../../metrics';
 import type { DeploymentEvent } from './deployments.topics';
 import { LogLine, LogType } from './log-line.entity';
@@ -47,7 +47,7 @@ export class LogWriter {
 
   constructor(
     private readonly ds: DataSource,
-    private readonly pubsub: PubSub,
+    private readonly pubsub: GatewayPubSub,
     private readonly clock: Clock,
     private readonly options: LogWriterOptions = {},
   ) {

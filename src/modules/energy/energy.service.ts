@@ -3,7 +3,7 @@ import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { NotFound, ValidationFailed } from '../../errors';
 import { Context, requireViewer } from '../../graphql/context';
-import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { canonicalEmail } from '../accounts/accounts.service';
 import { Tier } from '../apps/app.entity';

@@ -4,7 +4,7 @@ import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import { Context } from '../../graphql/context';
-import { Page, pageByIdDesc } from '../../graphql/pagination';
+import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import type { Metrics } from '../../metrics';
 import { SecretBox } from '../../secrets';

@@ -1,28 +1,27 @@
 import { setMaxListeners } from 'node:events';
-import { createPubSub } from '@graphql-yoga/subscription';
+import { createPubSub as createYogaPubSub, type PubSub as YogaPubSub } from '@graphql-yoga/subscription';
 import { LimitExceeded } from '../errors';
-import type { TopicCodecs } from '../bus/event-bus';
-import { deploymentCodecs, DeploymentTopics } from '../modules/deployments/deployments.topics';
-import { accessCodecs, AccessTopics } from '../modules/accounts/access.topics';
 
-/** The typed topic map of every module. */
-export type Topics = DeploymentTopics & AccessTopics;
+/** Topics by routing key: `[id, event]` for per-id topics, `[event]` for one stream. */
+export type TopicMap = { [key: string]: [] | [unknown] | [number | string, unknown] };
 
-/** How each topic's events travel between gateways (see src/bus). */
-export const topicCodecs: TopicCodecs = { ...deploymentCodecs, ...accessCodecs };
+/** The event a topic carries. */
+type EventOf<T extends TopicMap, K extends keyof T> = T[K] extends [number | string, infer E] ? E : T[K] extends [infer E] ? E : never;
 
 /** The yoga pubsub (type-graphql's), plus the EventTarget it runs on, for `listenNow`. */
-export type PubSub = ReturnType<typeof createPubSub<Topics>> & {
+export type PubSub<T extends TopicMap> = YogaPubSub<T> & {
   readonly target: EventTarget;
   /** How far one subscriber may fall behind before its stream ends. */
   readonly maxPending: number;
+  /** Never set: lets `listenNow` infer the topic map. */
+  readonly topics?: T;
 };
 
-/** In-process unless `target` is a shared bus (an `EventBus` connected to other gateways). */
-export function createEventBus(target: EventTarget = new EventTarget(), maxPending = 10_000): PubSub {
+/** In-process unless `target` is a shared bus (an `EventBus` connected to other gateways, see event-bus.ts). */
+export function createPubSub<T extends TopicMap>(target: EventTarget = new EventTarget(), maxPending = 10_000): PubSub<T> {
   // Many subscribers on one deployment are normal, not a leak.
   setMaxListeners(0, target);
-  return Object.assign(createPubSub<Topics>({ eventTarget: target as never }), { target, maxPending });
+  return Object.assign(createYogaPubSub<T>({ eventTarget: target as never }), { target, maxPending });
 }
 
 /**
@@ -30,15 +29,15 @@ export function createEventBus(target: EventTarget = new EventTarget(), maxPendi
  * it reads storage), with a bounded queue of its own: a subscriber that stops reading ends its
  * own stream with LIMIT_EXCEEDED instead of growing memory or failing the publisher.
  */
-export function listenNow<K extends keyof Topics>(
-  pubsub: PubSub,
+export function listenNow<T extends TopicMap, K extends keyof T & string>(
+  pubsub: PubSub<T>,
   topic: K,
-  id: Topics[K][0],
+  id: T[K][0],
   maxPending = pubsub.maxPending,
   /** How much of `maxPending` one event takes (a batch of log lines: each line). */
-  weigh: (event: Topics[K][1]) => number = () => 1,
-): AsyncIterator<Topics[K][1]> & { close(): Promise<void>; push(event: Topics[K][1]): void; onClose(cleanup: () => void): void } {
-  type Payload = Topics[K][1];
+  weigh: (event: EventOf<T, K>) => number = () => 1,
+): AsyncIterator<EventOf<T, K>> & { close(): Promise<void>; push(event: EventOf<T, K>): void; onClose(cleanup: () => void): void } {
+  type Payload = EventOf<T, K>;
   const name = `${String(topic)}:${id}`;
   const queue: Payload[] = [];
   let pending = 0;
