@@ -488,6 +488,11 @@ export class DeploymentsService {
   /** building → live | failed. A live deployment newer than the egg's current one becomes current. */
   async finishBuild(id: string, result: BuildResult): Promise<Deployment | null> {
     return inTransaction(this.ds, async (tx, afterCommit) => {
+      // The egg's row before the deployment's, the order delete and rollback take them in: the
+      // other way round, deleting a deployment as its build ended deadlocked (a 500).
+      const [target]: Array<{ app_id: string }> = await tx.query('SELECT app_id FROM deployments WHERE id = $1', [id]);
+      if (!target) return null;
+      await tx.query('SELECT 1 FROM apps WHERE id = $1 FOR NO KEY UPDATE', [target.app_id]);
       const d = await tx.findOne(Deployment, { where: { id }, lock: { mode: 'pessimistic_write' } });
       if (!d || d.status !== DeploymentStatus.BUILDING) return null;
       const now = this.clock.now();
