@@ -125,7 +125,7 @@ describe('crash: SIGKILL in the middle of a cron scheduler tick', () => {
   }, 60_000);
 
   it('a new process records each (cron, due time) exactly once and leaves none running', async () => {
-    const b = await spawnGateway(childEnv(db.url, { ...common, HATCHERY_SIM_COMMAND_MS: '50', HATCHERY_CRON_RUN_TIMEOUT_MS: '1000' }));
+    const b = await spawnGateway(childEnv(db.url, { ...common, HATCHERY_SIM_COMMAND_MS: '50', HATCHERY_CRON_RUN_TIMEOUT_MS: '5000' }));
     procs.push(b);
     await until(
       'every due time recorded and no run left running',
