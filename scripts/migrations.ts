@@ -5,7 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDataSource } from '../src/db/data-source';
+import { createDataSource } from '../src/data-source';
 import { withScratchDatabase } from './scratch-db';
 
 type Query = { query: string; parameters?: unknown[] };

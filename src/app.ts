@@ -6,7 +6,7 @@ import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { Clock, systemClock } from './clock';
 import { Config } from './config';
-import { createDataSource, DataSourceOptions } from './db/data-source';
+import { createDataSource, DataSourceOptions } from './data-source';
 import { EmbeddedPostgres, startEmbeddedPostgres } from './db/embedded';
 import { contextFactory } from './graphql/build-context';
 import { createPubSub } from './bus/pubsub';

@@ -35,8 +35,7 @@ export function contextFactory(deps: { services: Services; ds: DataSource; clock
     if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
     return {
       services: deps.services,
-      viewer: auth.user,
-      tokenId: auth.tokenId,
+      actor: { user: auth.user, tokenId: auth.tokenId },
       tokenExpiresAt: auth.tokenExpiresAt,
       loaders: createLoaders(deps.ds),
       clock: deps.clock,

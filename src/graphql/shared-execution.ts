@@ -14,7 +14,7 @@ const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => typeof v ==
 function audience(args: ExecutionArgs): string | null {
   const text = args.document.loc?.source.body;
   if (text === undefined) return null;
-  const viewer = (args.contextValue as Context | undefined)?.viewer?.id ?? '';
+  const viewer = (args.contextValue as Context | undefined)?.actor?.user.id ?? '';
   return JSON.stringify([viewer, args.operationName ?? null, args.variableValues ?? null, text]);
 }
 

@@ -160,7 +160,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   /** The caller of an HTTP request (REST or GraphQL), counted under their account. */
   const authenticateHttp = async (req: FastifyRequest, reply: FastifyReply): Promise<Context> => {
     const ctx = await deps.buildContext.authenticate(req.headers.authorization, req.id);
-    await rate.authenticated(req, reply, ctx.viewer!.id);
+    await rate.authenticated(req, reply, ctx.actor.user.id);
     return ctx;
   };
 
@@ -265,9 +265,9 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     try {
       const context = await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId);
       contexts.set(ctx.extra, context);
-      sessions.track(ctx.extra.socket, context.tokenId!, context.tokenExpiresAt);
+      sessions.track(ctx.extra.socket, context.actor.tokenId, context.tokenExpiresAt);
       // The account's budget, whichever token: connection_init and each operation count once.
-      const verdict = await limiter.takeAccount(context.viewer!.id);
+      const verdict = await limiter.takeAccount(context.actor.user.id);
       return verdict && !verdict.allowed ? rateLimited(verdict) : null;
     } catch (err) {
       const known = knownFailure(err);

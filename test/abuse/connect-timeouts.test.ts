@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { PgTransport } from '../../src/bus/pg-transport';
 import { RedisTransport } from '../../src/bus/redis-transport';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 
 /**
  * Outbound connections that are accepted and then never answered (a half-dead database or Redis

@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { newId } from '../../src/ids';
 import { createTestDatabase, TestDatabase } from '../support/db';
 import { TEST_KEY } from '../support/gateway';

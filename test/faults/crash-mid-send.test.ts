@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { systemClock } from '../../src/clock';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { loadConfig } from '../../src/config';
 import { AccountsService } from '../../src/modules/accounts/accounts.service';
 import { createTestDatabase, TestDatabase } from '../support/db';

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { CreateAppDocument, DeploymentLogStreamDocument, DeploymentStatusDocument, RunCronNowDocument } from '../../src/client/generated';
 import { systemClock } from '../../src/clock';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { loadConfig } from '../../src/config';
 import { AccountsService } from '../../src/modules/accounts/accounts.service';
 import { createTestDatabase, TestDatabase } from '../support/db';

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { Pool } from 'pg';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { GuardedClient } from '../../src/db/guarded-client';
 import { createTestDatabase } from '../support/db';
 

@@ -18,9 +18,9 @@ describe('sharedSubscribe', () => {
       label: {
         type: GraphQLString,
         args: { prefix: { type: GraphQLString } },
-        resolve: (tick: { n: number }, args: { prefix?: string }, ctx: { viewer: { id: string } | null }) => {
+        resolve: (tick: { n: number }, args: { prefix?: string }, ctx: { actor?: { user: { id: string } } }) => {
           executions++;
-          return `${args.prefix ?? ''}${tick.n} for ${ctx.viewer?.id ?? 'nobody'}`;
+          return `${args.prefix ?? ''}${tick.n} for ${ctx.actor?.user.id ?? 'nobody'}`;
         },
       },
     },
@@ -82,7 +82,7 @@ describe('sharedSubscribe', () => {
       // Parsed per subscriber, as graphql-ws does.
       document: parse(opts.fail ? 'subscription S($f: String) { ticks(fail: $f) { n } }' : (opts.text ?? TEXT)),
       variableValues: opts.fail ? { f: opts.fail } : { p: opts.p ?? 'x' },
-      contextValue: { viewer: opts.viewer === null ? null : { id: opts.viewer ?? 'usr_a' } },
+      contextValue: opts.viewer === null ? {} : { actor: { user: { id: opts.viewer ?? 'usr_a' } } },
     });
     return result as AsyncIterableIterator<ExecutionResult>;
   }

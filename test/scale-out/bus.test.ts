@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { EventBus, LOCAL_ONLY, TopicCodec } from '../../src/bus/event-bus';
 import { PgTransport } from '../../src/bus/pg-transport';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { createTestDatabase, TestDatabase } from '../support/db';
 
 /**

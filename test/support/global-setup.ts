@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { createDataSource } from '../../src/db/data-source';
+import { createDataSource } from '../../src/data-source';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 
 /**

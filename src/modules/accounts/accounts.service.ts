@@ -1,7 +1,7 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context, requireViewer } from '../../graphql/context';
+import type { Actor } from './actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { hashToken, newToken } from '../../secrets';
@@ -107,15 +107,14 @@ export class AccountsService {
     return new Set(rows.map((r) => r.id));
   }
 
-  async createApiToken(ctx: Context, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {
-    const viewer = requireViewer(ctx);
+  async createApiToken(actor: Actor, args: { name: string; expiresInDays?: number | null }): Promise<CreatedToken> {
     const name = args.name.trim();
     if (name.length < 1 || name.length > 100) throw ValidationFailed.field('name', 'must be 1 to 100 characters');
     const days = args.expiresInDays;
     if (days !== null && days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_TOKEN_DAYS)) {
       throw ValidationFailed.field('expiresInDays', `must be an integer from 1 to ${MAX_TOKEN_DAYS}`);
     }
-    return this.ds.transaction((tx) => this.issueToken(tx, viewer.id, name, days ?? null));
+    return this.ds.transaction((tx) => this.issueToken(tx, actor.user.id, name, days ?? null));
   }
 
   /** Every token is made here, the admin's first one too, so each counts toward the cap. */
@@ -145,16 +144,14 @@ export class AccountsService {
     return { token, apiToken };
   }
 
-  async listApiTokens(ctx: Context, args: { first?: number | null; after?: string | null }): Promise<Page<ApiToken>> {
-    const viewer = requireViewer(ctx);
-    const qb = this.ds.getRepository(ApiToken).createQueryBuilder('t').where('t.user_id = :uid', { uid: viewer.id });
+  async listApiTokens(actor: Actor, args: { first?: number | null; after?: string | null }): Promise<Page<ApiToken>> {
+    const qb = this.ds.getRepository(ApiToken).createQueryBuilder('t').where('t.user_id = :uid', { uid: actor.user.id });
     return pageByIdDesc(qb, 'tok', args);
   }
 
-  async revokeApiToken(ctx: Context, id: string): Promise<ApiToken> {
-    const viewer = requireViewer(ctx);
+  async revokeApiToken(actor: Actor, id: string): Promise<ApiToken> {
     const repo = this.ds.getRepository(ApiToken);
-    const token = await repo.findOneBy({ id, userId: viewer.id });
+    const token = await repo.findOneBy({ id, userId: actor.user.id });
     if (!token) throw new NotFound('API token', id);
     if (!token.revokedAt) {
       token.revokedAt = this.clock.now();

@@ -16,35 +16,41 @@ const AppConnection = Connection(App, 'App');
 export class AppsResolver {
   @Query(() => App, { description: 'An egg the caller owns or collaborates on.' })
   app(@Ctx() ctx: Context, @Arg('slug', () => String, { description: 'The egg’s slug.' }) slug: string): Promise<App> {
-    return ctx.services.apps.getVisible(ctx, slug);
+    return ctx.services.apps.getVisible(ctx.actor, slug);
   }
 
   @Query(() => AppConnection, { description: 'Eggs the caller owns or collaborates on, newest first.' })
   apps(@Ctx() ctx: Context, @Args(() => PageArgs) page: PageArgs) {
-    return ctx.services.apps.list(ctx, page);
+    return ctx.services.apps.list(ctx.actor, page);
   }
 
   @Mutation(() => App, { description: 'Creates an egg owned by the caller (an account owns at most 100 unless the operator set another cap).' })
   createApp(@Ctx() ctx: Context, @Arg('input', () => CreateAppInput, { description: 'The new egg.' }) input: CreateAppInput): Promise<App> {
-    return ctx.services.apps.createApp(ctx, input);
+    return ctx.services.apps.createApp(ctx.actor, input);
   }
 
   @Mutation(() => App, { description: 'Lets another account read and deploy the egg (owner only).' })
-  addCollaborator(
+  async addCollaborator(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('email', () => String, { description: 'Email of an existing account.' }) email: string,
   ): Promise<App> {
-    return ctx.services.apps.addCollaborator(ctx, app, email);
+    const egg = await ctx.services.apps.addCollaborator(ctx.actor, app, email);
+    // Fields of the answer read the collaborators again, as they are now.
+    ctx.loaders.collaboratorIdsByAppId.clear(egg.id);
+    return egg;
   }
 
   @Mutation(() => App, { description: 'Takes a collaborator’s access away (owner only); their open streams on the egg end with NOT_FOUND.' })
-  removeCollaborator(
+  async removeCollaborator(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('email', () => String, { description: 'Email of the collaborator.' }) email: string,
   ): Promise<App> {
-    return ctx.services.apps.removeCollaborator(ctx, app, email);
+    const egg = await ctx.services.apps.removeCollaborator(ctx.actor, app, email);
+    // Fields of the answer read the collaborators again, as they are now.
+    ctx.loaders.collaboratorIdsByAppId.clear(egg.id);
+    return egg;
   }
 
   @Mutation(() => App, {
@@ -55,7 +61,7 @@ export class AppsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('input', () => UpdateResourcesInput, { description: 'The overrides.' }) input: UpdateResourcesInput,
   ): Promise<App> {
-    return ctx.services.apps.updateResources(ctx, app, input);
+    return ctx.services.apps.updateResources(ctx.actor, app, input);
   }
 
   @FieldResolver(() => Int, { description: 'Memory in MB the egg gets from its next deploy, restart or wake.' })

@@ -1,7 +1,7 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { Forbidden, LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context, requireViewer } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { pgCode } from '../../db/transaction';
@@ -28,23 +28,22 @@ export class AppsService {
     private readonly announce: AccessPublisher = () => undefined,
   ) {}
 
-  async createApp(ctx: Context, input: { slug: string }): Promise<App> {
-    const viewer = requireViewer(ctx);
+  async createApp(actor: Actor, input: { slug: string }): Promise<App> {
     if (!SLUG_RE.test(input.slug)) {
       throw ValidationFailed.field('slug', SLUG_RULE);
     }
     try {
       return await this.ds.transaction(async (tx) => {
-        await this.accounts.lockAccount(tx, viewer.id);
+        await this.accounts.lockAccount(tx, actor.user.id);
         const cap = this.limits.eggsPerAccount;
-        if ((await tx.countBy(App, { ownerId: viewer.id })) >= cap) {
+        if ((await tx.countBy(App, { ownerId: actor.user.id })) >= cap) {
           throw new LimitExceeded('slug', `an account may own at most ${cap} eggs`);
         }
         const now = this.clock.now();
         const app = tx.create(App, {
           id: newId('app', now),
           slug: input.slug,
-          ownerId: viewer.id,
+          ownerId: actor.user.id,
           tier: Tier.FREE,
           memoryMb: null,
           currentDeploymentId: null,
@@ -60,26 +59,24 @@ export class AppsService {
   }
 
   /** The egg if the caller owns it or collaborates on it; otherwise it does not exist for them. */
-  async getVisible(ctx: Context, slug: string, tx: EntityManager = this.ds.manager): Promise<App> {
-    const viewer = requireViewer(ctx);
+  async getVisible(actor: Actor, slug: string, tx: EntityManager = this.ds.manager): Promise<App> {
     const app = await tx
       .getRepository(App)
       .createQueryBuilder('a')
       .where('a.slug = :slug', { slug })
-      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: actor.user.id })
       .getOne();
     if (!app) throw new NotFound('Egg', slug);
     return app;
   }
 
   /** `getVisible` by the egg's id. */
-  async getVisibleById(ctx: Context, appId: string): Promise<App> {
-    const viewer = requireViewer(ctx);
+  async getVisibleById(actor: Actor, appId: string): Promise<App> {
     const app = await this.ds
       .getRepository(App)
       .createQueryBuilder('a')
       .where('a.id = :appId', { appId })
-      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .andWhere(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: actor.user.id })
       .getOne();
     if (!app) throw new NotFound('Egg', appId);
     return app;
@@ -93,15 +90,14 @@ export class AppsService {
     return tx.findOneOrFail(App, { where: { id: appId }, lock: { mode: 'pessimistic_write' } });
   }
 
-  async list(ctx: Context, args: { first?: number | null; after?: string | null }): Promise<Page<App>> {
-    const viewer = requireViewer(ctx);
-    const qb = this.ds.getRepository(App).createQueryBuilder('a').where(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id });
+  async list(actor: Actor, args: { first?: number | null; after?: string | null }): Promise<Page<App>> {
+    const qb = this.ds.getRepository(App).createQueryBuilder('a').where(`a.id IN ${VISIBLE_APP_IDS}`, { viewerId: actor.user.id });
     return pageByIdDesc(qb, 'app', args);
   }
 
   /** The owner's override of the egg's memory; `null` clears it. Collaborators may not. */
-  async updateResources(ctx: Context, slug: string, input: { memoryMb?: number | null }): Promise<App> {
-    const app = await this.getOwned(ctx, slug, 'change its resources');
+  async updateResources(actor: Actor, slug: string, input: { memoryMb?: number | null }): Promise<App> {
+    const app = await this.getOwned(actor, slug, 'change its resources');
     const { memoryMb } = input;
     if (memoryMb === undefined) throw ValidationFailed.field('memoryMb', 'is required: an integer of at least 64, or null to clear the override');
     if (memoryMb !== null) {
@@ -115,14 +111,14 @@ export class AppsService {
   }
 
   /** The egg, for a change only its owner may make: a collaborator gets 403, anyone else 404. */
-  private async getOwned(ctx: Context, slug: string, action: string): Promise<App> {
-    const app = await this.getVisible(ctx, slug);
-    if (app.ownerId !== requireViewer(ctx).id) throw new Forbidden(`Only the egg’s owner can ${action}`);
+  private async getOwned(actor: Actor, slug: string, action: string): Promise<App> {
+    const app = await this.getVisible(actor, slug);
+    if (app.ownerId !== actor.user.id) throw new Forbidden(`Only the egg’s owner can ${action}`);
     return app;
   }
 
-  async addCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
-    const app = await this.getOwned(ctx, slug, 'add collaborators');
+  async addCollaborator(actor: Actor, slug: string, email: string): Promise<App> {
+    const app = await this.getOwned(actor, slug, 'add collaborators');
     const user = await this.accounts.findUserByEmail(email);
     if (!user) throw new NotFound('Account', email);
     if (user.id === app.ownerId) throw ValidationFailed.field('email', 'is the owner of this egg');
@@ -133,18 +129,16 @@ export class AppsService {
       .values({ appId: app.id, userId: user.id, createdAt: this.clock.now() })
       .orIgnore()
       .execute();
-    ctx.loaders.collaboratorIdsByAppId.clear(app.id);
     return app;
   }
 
-  async removeCollaborator(ctx: Context, slug: string, email: string): Promise<App> {
-    const app = await this.getOwned(ctx, slug, 'remove collaborators');
+  async removeCollaborator(actor: Actor, slug: string, email: string): Promise<App> {
+    const app = await this.getOwned(actor, slug, 'remove collaborators');
     const user = await this.accounts.findUserByEmail(email);
     const removed = user ? await this.ds.getRepository(Collaborator).delete({ appId: app.id, userId: user.id }) : null;
     if (!removed?.affected) throw new NotFound('Collaborator', email);
     // Their open streams on the egg, on every gateway, end now.
     this.announce({ kind: 'access-lost', userId: user!.id, appId: app.id });
-    ctx.loaders.collaboratorIdsByAppId.clear(app.id);
     return app;
   }
 

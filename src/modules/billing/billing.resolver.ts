@@ -20,6 +20,6 @@ export class BillingResolver {
     description: 'Starts a checkout for a 1,000-minute energy pack (never expires); paying credits it to the caller’s pack bucket once.',
   })
   createEnergyPackCheckout(@Ctx() ctx: Context): Promise<EnergyPackCheckout> {
-    return ctx.services.billing.createCheckout(ctx);
+    return ctx.services.billing.createCheckout(ctx.actor);
   }
 }

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { BadRequest, NotFound, ValidationFailed } from '../../errors';
-import { Context, requireViewer } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { newId } from '../../ids';
 import { EnergyBucket, EnergyReason } from '../energy/energy.entity';
 import { EnergyService, PACK_MINUTES } from '../energy/energy.service';
@@ -33,18 +33,17 @@ export interface BillingDeps {
 export class BillingService {
   constructor(private readonly deps: BillingDeps) {}
 
-  async createCheckout(ctx: Context): Promise<CheckoutView> {
-    const viewer = requireViewer(ctx);
+  async createCheckout(actor: Actor): Promise<CheckoutView> {
     const now = this.deps.clock.now();
     const id = newId('chk', now);
     const base = this.deps.baseUrl();
     const session = await this.deps.provider.createSession(
-      { checkoutId: id, userId: viewer.id, successUrl: `${base}/billing/checkout/${id}/done`, cancelUrl: `${base}/billing/checkout/${id}/canceled` },
+      { checkoutId: id, userId: actor.user.id, successUrl: `${base}/billing/checkout/${id}/done`, cancelUrl: `${base}/billing/checkout/${id}/canceled` },
       now,
     );
     await this.deps.ds.getRepository(CheckoutSession).insert({
       id,
-      userId: viewer.id,
+      userId: actor.user.id,
       provider: this.deps.provider.name,
       providerSessionId: session.providerSessionId,
       url: session.url,

@@ -11,7 +11,7 @@ const CronRunConnection = Connection(CronRun, 'CronRun');
 export class CronsResolver {
   @Query(() => CronConnection, { description: 'The egg’s crons, newest first.' })
   crons(@Ctx() ctx: Context, @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string, @Args(() => PageArgs) page: PageArgs) {
-    return ctx.services.crons.list(ctx, app, page);
+    return ctx.services.crons.list(ctx.actor, app, page);
   }
 
   @Query(() => Cron, { description: 'One cron of the egg.' })
@@ -20,7 +20,7 @@ export class CronsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
   ): Promise<Cron> {
-    return ctx.services.crons.get(ctx, app, id);
+    return ctx.services.crons.get(ctx.actor, app, id);
   }
 
   @Query(() => CronRunConnection, { description: 'Runs of a cron, most recent first.' })
@@ -30,7 +30,7 @@ export class CronsResolver {
     @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
     @Args(() => PageArgs) page: PageArgs,
   ) {
-    return ctx.services.crons.runs(ctx, app, id, page);
+    return ctx.services.crons.runs(ctx.actor, app, id, page);
   }
 
   @Mutation(() => Cron, { description: 'Schedules a command (at most 20 crons per egg unless the operator set another cap); the first run is at the next due time after now.' })
@@ -39,7 +39,7 @@ export class CronsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('input', () => CreateCronInput, { description: 'Schedule and command.' }) input: CreateCronInput,
   ): Promise<Cron> {
-    return ctx.services.crons.create(ctx, app, input);
+    return ctx.services.crons.create(ctx.actor, app, input);
   }
 
   @Mutation(() => ID, { description: 'Deletes the cron and its runs; no further runs happen. Returns its id.' })
@@ -48,7 +48,7 @@ export class CronsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
   ): Promise<string> {
-    return ctx.services.crons.delete(ctx, app, id);
+    return ctx.services.crons.delete(ctx.actor, app, id);
   }
 
   @Mutation(() => Cron, { description: 'Pauses (false) or resumes (true) the cron; resuming schedules the next due time after now.' })
@@ -58,7 +58,7 @@ export class CronsResolver {
     @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
     @Arg('enabled', () => Boolean, { description: 'Whether it runs on its schedule.' }) enabled: boolean,
   ): Promise<Cron> {
-    return ctx.services.crons.setEnabled(ctx, app, id, enabled);
+    return ctx.services.crons.setEnabled(ctx.actor, app, id, enabled);
   }
 
   @Mutation(() => CronRun, { description: 'Runs the command now, outside the schedule; refused while a run is in progress.' })
@@ -67,7 +67,7 @@ export class CronsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
   ): Promise<CronRun> {
-    return ctx.services.crons.runNow(ctx, app, id);
+    return ctx.services.crons.runNow(ctx.actor, app, id);
   }
 
   @FieldResolver(() => CronRun, { nullable: true, description: 'The most recent run; null before the first.' })

@@ -2,7 +2,7 @@ import { DataSource, EntityManager, In } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { Runtime } from '../../runtime/runtime.port';
@@ -64,8 +64,8 @@ export class CronsService {
     }
   }
 
-  async create(ctx: Context, slug: string, input: { schedule: string; command: string }): Promise<Cron> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async create(actor: Actor, slug: string, input: { schedule: string; command: string }): Promise<Cron> {
+    const app = await this.apps.getVisible(actor, slug);
     const expr = this.parse(input.schedule);
     const command = input.command;
     if (command.trim() === '' || command.length > MAX_COMMAND) throw ValidationFailed.field('command', `must be 1 to ${MAX_COMMAND} characters`);
@@ -89,38 +89,38 @@ export class CronsService {
     });
   }
 
-  async get(ctx: Context, slug: string, id: string): Promise<Cron> {
-    return (await this.getWithApp(ctx, slug, id)).cron;
+  async get(actor: Actor, slug: string, id: string): Promise<Cron> {
+    return (await this.getWithApp(actor, slug, id)).cron;
   }
 
-  private async getWithApp(ctx: Context, slug: string, id: string): Promise<{ app: App; cron: Cron }> {
-    const app = await this.apps.getVisible(ctx, slug);
+  private async getWithApp(actor: Actor, slug: string, id: string): Promise<{ app: App; cron: Cron }> {
+    const app = await this.apps.getVisible(actor, slug);
     const cron = await this.ds.getRepository(Cron).findOneBy({ id, appId: app.id });
     if (!cron) throw new NotFound('Cron', id);
     return { app, cron };
   }
 
-  async list(ctx: Context, slug: string, page: { first?: number | null; after?: string | null }): Promise<Page<Cron>> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async list(actor: Actor, slug: string, page: { first?: number | null; after?: string | null }): Promise<Page<Cron>> {
+    const app = await this.apps.getVisible(actor, slug);
     return pageByIdDesc(this.ds.getRepository(Cron).createQueryBuilder('c').where('c.app_id = :appId', { appId: app.id }), 'cron', page);
   }
 
-  async runs(ctx: Context, slug: string, id: string, page: { first?: number | null; after?: string | null }): Promise<Page<CronRun>> {
-    const cron = await this.get(ctx, slug, id);
+  async runs(actor: Actor, slug: string, id: string, page: { first?: number | null; after?: string | null }): Promise<Page<CronRun>> {
+    const cron = await this.get(actor, slug, id);
     return pageByIdDesc(this.ds.getRepository(CronRun).createQueryBuilder('r').where('r.cron_id = :id', { id: cron.id }), 'run', page);
   }
 
   /** Deletes the cron and its runs; no further runs are scheduled. A run in progress is stopped. */
-  async delete(ctx: Context, slug: string, id: string): Promise<string> {
-    const cron = await this.get(ctx, slug, id);
+  async delete(actor: Actor, slug: string, id: string): Promise<string> {
+    const cron = await this.get(actor, slug, id);
     await this.ds.getRepository(Cron).delete({ id: cron.id });
     for (const [runId, abort] of this.executions) if (runId.startsWith(`${cron.id}/`)) abort.abort();
     return cron.id;
   }
 
   /** Pauses (no due times) or resumes (the next due time after now). */
-  async setEnabled(ctx: Context, slug: string, id: string, enabled: boolean): Promise<Cron> {
-    const cron = await this.get(ctx, slug, id);
+  async setEnabled(actor: Actor, slug: string, id: string, enabled: boolean): Promise<Cron> {
+    const cron = await this.get(actor, slug, id);
     if (cron.enabled === enabled) return cron;
     const now = this.clock.now();
     cron.enabled = enabled;
@@ -131,8 +131,8 @@ export class CronsService {
   }
 
   /** Runs the command now, outside the schedule (also while paused). */
-  async runNow(ctx: Context, slug: string, id: string): Promise<CronRun> {
-    const { app, cron } = await this.getWithApp(ctx, slug, id);
+  async runNow(actor: Actor, slug: string, id: string): Promise<CronRun> {
+    const { app, cron } = await this.getWithApp(actor, slug, id);
     const run = await inTransaction(this.ds, async (tx) => {
       await tx.findOneOrFail(Cron, { where: { id: cron.id }, lock: { mode: 'pessimistic_write' } });
       if (await this.isRunning(tx, cron.id)) throw ValidationFailed.field('id', 'has a run in progress');

@@ -19,12 +19,12 @@ interface StatusArgs {
 export class DeploymentsResolver {
   @Query(() => Deployment, { description: 'A deployment of an egg the caller can see.' })
   deployment(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'Deployment id.' }) id: string): Promise<Deployment> {
-    return ctx.services.deployments.get(ctx, id);
+    return ctx.services.deployments.get(ctx.actor, id);
   }
 
   @Query(() => DeploymentConnection, { description: 'Deployments of the eggs the caller can see, newest first.' })
   deployments(@Ctx() ctx: Context, @Args(() => DeploymentsArgs) args: DeploymentsArgs) {
-    return ctx.services.deployments.list(ctx, args);
+    return ctx.services.deployments.list(ctx.actor, args);
   }
 
   @Mutation(() => Deployment, { description: 'Starts a deployment; it is BUILDING, then LIVE or FAILED.' })
@@ -37,31 +37,34 @@ export class DeploymentsResolver {
     })
     idempotencyKey?: string | null,
   ): Promise<Deployment> {
-    return ctx.services.deployments.deploy(ctx, input, idempotencyKey);
+    return ctx.services.deployments.deploy(ctx.actor, input, idempotencyKey);
   }
 
   @Mutation(() => ID, { description: 'Deletes a deployment and its logs; returns its id.' })
   deleteDeployment(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'Deployment id.' }) id: string): Promise<string> {
-    return ctx.services.deployments.delete(ctx, id);
+    return ctx.services.deployments.delete(ctx.actor, id);
   }
 
   @Mutation(() => Deployment, { description: 'Builds a new deployment with the same env as `id`, and the egg’s current memory.' })
   redeploy(@Ctx() ctx: Context, @Arg('id', () => ID, { description: 'The deployment to build again.' }) id: string): Promise<Deployment> {
-    return ctx.services.deployments.redeploy(ctx, id);
+    return ctx.services.deployments.redeploy(ctx.actor, id);
   }
 
   @Mutation(() => App, { description: 'Makes an earlier live deployment the egg’s current one again, without a rebuild; the main URL follows.' })
-  rollback(
+  async rollback(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('to', () => ID, { description: 'A live deployment of the egg.' }) to: string,
   ): Promise<App> {
-    return ctx.services.deployments.rollback(ctx, app, to);
+    const egg = await ctx.services.deployments.rollback(ctx.actor, app, to);
+    // Fields of the answer read the egg again, with its new current deployment.
+    ctx.loaders.appById.clear(egg.id);
+    return egg;
   }
 
   @Mutation(() => App, { description: 'Restarts the egg’s current deployment; it picks up the egg’s effective memory.' })
   restartApp(@Ctx() ctx: Context, @Arg('slug', () => String, { description: 'The egg’s slug.' }) slug: string): Promise<App> {
-    return ctx.services.deployments.restartApp(ctx, slug);
+    return ctx.services.deployments.restartApp(ctx.actor, slug);
   }
 
   @FieldResolver(() => Boolean, { description: 'Whether `rollback` can make this deployment current: it is LIVE and not current.' })
@@ -81,12 +84,12 @@ export class DeploymentsResolver {
     complexity: pageComplexity(LOG_PAGE_DEFAULT, LOG_PAGE_MAX),
   })
   logs(@Root() d: Deployment, @Ctx() ctx: Context, @Args(() => LogsArgs) args: LogsArgs) {
-    return ctx.services.deployments.logs(ctx, d, args);
+    return ctx.services.deployments.logs(ctx.actor, d, args);
   }
 
   @Subscription(() => Deployment, {
     description: 'The deployment’s current state at once, then every change; completes when it is deleted.',
-    subscribe: ({ args, context }) => (context as Context).services.deployments.watchStatus(context as Context, (args as StatusArgs).id),
+    subscribe: ({ args, context }) => (context as Context).services.deployments.watchStatus((context as Context).actor, (args as StatusArgs).id),
   })
   deploymentStatus(@Root() d: Deployment, @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string): Deployment {
     return d;
@@ -97,7 +100,7 @@ export class DeploymentsResolver {
       'The stream of `deploymentLogs`, several lines per message: the lines stored together (up to 500 at a time), for following busy logs. Same arguments, order and guarantees.',
     subscribe: ({ args, context }) => {
       const a = args as LogStreamArgs;
-      return (context as Context).services.deployments.watchLogBatches(context as Context, a.id, a.type ?? null, a.since ?? null);
+      return (context as Context).services.deployments.watchLogBatches((context as Context).actor, a.id, a.type ?? null, a.since ?? null);
     },
   })
   deploymentLogBatches(@Root() lines: LogLine[], @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine[] {
@@ -109,7 +112,7 @@ export class DeploymentsResolver {
       'Stored lines after `since` (all when omitted), then live lines, with none lost or repeated. A BUILD stream completes when the build ends; every stream completes when the deployment is deleted.',
     subscribe: ({ args, context }) => {
       const a = args as LogStreamArgs;
-      return (context as Context).services.deployments.watchLogs(context as Context, a.id, a.type ?? null, a.since ?? null);
+      return (context as Context).services.deployments.watchLogs((context as Context).actor, a.id, a.type ?? null, a.since ?? null);
     },
   })
   deploymentLogs(@Root() line: LogLine, @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine {

@@ -3,7 +3,7 @@ import { ENV_NAME_RULE, isEnvName } from '../../client/env-names';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
 import { FieldError, NotFound, ValidationFailed } from '../../errors';
-import { Context, requireViewer } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../db/paging';
 import { entityRows } from '../../db/rows';
 import { endWithConsumer, listenNow } from '../../bus/pubsub';
@@ -99,26 +99,25 @@ export class DeploymentsService {
     await this.writer.close();
   }
 
-  async deploy(ctx: Context, input: DeployInput, idempotencyKey?: string | null): Promise<Deployment> {
-    const viewer = requireViewer(ctx);
+  async deploy(actor: Actor, input: DeployInput, idempotencyKey?: string | null): Promise<Deployment> {
     const env = this.validateEnv(input.env);
     if (idempotencyKey !== undefined && idempotencyKey !== null && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
       throw ValidationFailed.field('idempotencyKey', 'must be 1 to 255 characters');
     }
-    const app = await this.deps.apps.getVisible(ctx, input.project);
+    const app = await this.deps.apps.getVisible(actor, input.project);
     const digest = this.deps.box.digest(JSON.stringify([app.id, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))]));
 
     const { deployment, created } = await inTransaction(this.ds, async (tx, afterCommit) => {
       const now = this.clock.now();
       if (idempotencyKey) {
-        const replay = await this.claimIdempotencyKey(tx, viewer.id, idempotencyKey, digest, now);
+        const replay = await this.claimIdempotencyKey(tx, actor.user.id, idempotencyKey, digest, now);
         if (replay) return { deployment: replay, created: false };
       }
-      const deployment = await this.insertDeployment(tx, app, viewer.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
+      const deployment = await this.insertDeployment(tx, app, actor.user.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
       if (idempotencyKey) {
         await tx.query('UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND key = $3', [
           JSON.stringify(deploymentToJson(deployment)),
-          viewer.id,
+          actor.user.id,
           idempotencyKey,
         ]);
       }
@@ -154,12 +153,11 @@ export class DeploymentsService {
   }
 
   /** A new deployment with the same env as `id`, and the egg's memory and volume as they are now. */
-  async redeploy(ctx: Context, id: string): Promise<Deployment> {
-    const viewer = requireViewer(ctx);
-    const source = await this.get(ctx, id);
+  async redeploy(actor: Actor, id: string): Promise<Deployment> {
+    const source = await this.get(actor, id);
     const deployment = await inTransaction(this.ds, async (tx, afterCommit) => {
       const app = await tx.findOneByOrFail(App, { id: source.appId });
-      const d = await this.insertDeployment(tx, app, viewer.id, source.envSealed, source.envKeys, this.clock.now());
+      const d = await this.insertDeployment(tx, app, actor.user.id, source.envSealed, source.envKeys, this.clock.now());
       await this.announce(tx, afterCommit, d, app.slug);
       return d;
     });
@@ -168,8 +166,8 @@ export class DeploymentsService {
   }
 
   /** Points the egg's main URL at an earlier live deployment again, without a rebuild. */
-  async rollback(ctx: Context, slug: string, to: string): Promise<App> {
-    const app = await this.deps.apps.getVisible(ctx, slug);
+  async rollback(actor: Actor, slug: string, to: string): Promise<App> {
+    const app = await this.deps.apps.getVisible(actor, slug);
     const target = await this.ds.getRepository(Deployment).findOneBy({ id: to, appId: app.id });
     if (!target) throw new NotFound('Deployment', to);
     if (target.status !== DeploymentStatus.LIVE) throw ValidationFailed.field('to', `is ${target.status}: only a live deployment can be rolled back to`);
@@ -180,7 +178,6 @@ export class DeploymentsService {
       locked.currentDeploymentId = to;
       return locked;
     });
-    ctx.loaders.appById.clear(app.id);
     await this.supervisor.run(target);
     return updated;
   }
@@ -195,8 +192,8 @@ export class DeploymentsService {
   }
 
   /** Restarts the egg's current deployment with the memory the egg should have now. */
-  async restartApp(ctx: Context, slug: string): Promise<App> {
-    const app = await this.deps.apps.getVisible(ctx, slug);
+  async restartApp(actor: Actor, slug: string): Promise<App> {
+    const app = await this.deps.apps.getVisible(actor, slug);
     if (!app.currentDeploymentId) throw ValidationFailed.field('slug', 'has no live deployment to restart');
     const deployment = await this.applyEffectiveMemory(app.currentDeploymentId);
     if (deployment) await this.supervisor.restart(deployment);
@@ -260,34 +257,32 @@ export class DeploymentsService {
     return env as Record<string, string>;
   }
 
-  async get(ctx: Context, id: string): Promise<Deployment> {
-    const viewer = requireViewer(ctx);
+  async get(actor: Actor, id: string): Promise<Deployment> {
     const d = await this.ds
       .getRepository(Deployment)
       .createQueryBuilder('d')
       .where('d.id = :id', { id })
-      .andWhere(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: viewer.id })
+      .andWhere(`d.app_id IN ${VISIBLE_APP_IDS}`, { viewerId: actor.user.id })
       .getOne();
     if (!d) throw new NotFound('Deployment', id);
     return d;
   }
 
-  async list(ctx: Context, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
-    const viewer = requireViewer(ctx);
+  async list(actor: Actor, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (args.project !== null && args.project !== undefined) {
-      where.push(`d.app_id = $${params.push((await this.deps.apps.getVisible(ctx, args.project)).id)}`);
+      where.push(`d.app_id = $${params.push((await this.deps.apps.getVisible(actor, args.project)).id)}`);
     } else {
-      where.push(`d.app_id IN ${visibleAppIds(`$${params.push(viewer.id)}`)}`);
+      where.push(`d.app_id IN ${visibleAppIds(`$${params.push(actor.user.id)}`)}`);
     }
     if (args.status) where.push(`d.status = $${params.push(args.status)}`);
     return pageByIdDescSql(this.ds, entityRows(this.ds, Deployment, 'd'), 'dep', { from: 'deployments d', where, params }, args);
   }
 
   /** Deletes a deployment with its logs; the egg's main URL falls back to the newest live one left. */
-  async delete(ctx: Context, id: string): Promise<string> {
-    const deployment = await this.get(ctx, id);
+  async delete(actor: Actor, id: string): Promise<string> {
+    const deployment = await this.get(actor, id);
     const wasCurrent = await inTransaction(this.ds, async (tx, afterCommit) => {
       const wasCurrent = (await this.deps.apps.lock(tx, deployment.appId)).currentDeploymentId === id;
       await tx.delete(Deployment, { id });
@@ -309,8 +304,8 @@ export class DeploymentsService {
     return id;
   }
 
-  async logs(ctx: Context, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
-    requireViewer(ctx);
+  async logs(actor: Actor, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
+    actor.user;
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
     const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
     const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
@@ -333,11 +328,11 @@ export class DeploymentsService {
    * Listens to the deployment's events, then reads it (as the caller may see it): a change
    * committed meanwhile is in the row or among the events, never in neither.
    */
-  private async listenThenGet(ctx: Context, id: string, weigh?: (e: DeploymentEvent) => number) {
+  private async listenThenGet(actor: Actor, id: string, weigh?: (e: DeploymentEvent) => number) {
     const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, weigh);
     // The subscriber losing sight of the egg (on any gateway) is an event of the stream too,
     // listened to before the first check so no removal falls between the two.
-    const viewerId = requireViewer(ctx).id;
+    const viewerId = actor.user.id;
     let appId: string | null = null;
     const onAccess = (e: Event) => {
       const access = (e as CustomEvent<AccessEvent>).detail;
@@ -347,7 +342,7 @@ export class DeploymentsService {
     this.deps.pubsub.target.addEventListener('ACCESS', onAccess);
     events.onClose(() => this.deps.pubsub.target.removeEventListener('ACCESS', onAccess));
     try {
-      const deployment = await this.get(ctx, id);
+      const deployment = await this.get(actor, id);
       appId = deployment.appId;
       return { events, deployment };
     } catch (err) {
@@ -360,19 +355,19 @@ export class DeploymentsService {
    * The deployment as it is now, if it still exists; null once deleted. Throws NotFound when the
    * subscriber can no longer see its egg (a stream then ends with NOT_FOUND).
    */
-  private async stillVisible(ctx: Context, id: string): Promise<Deployment | null> {
+  private async stillVisible(actor: Actor, id: string): Promise<Deployment | null> {
     const row = await this.ds.getRepository(Deployment).findOneBy({ id });
     if (!row) return null;
-    await this.deps.apps.getVisibleById(ctx, row.appId).catch((err: unknown) => {
+    await this.deps.apps.getVisibleById(actor, row.appId).catch((err: unknown) => {
       throw err instanceof NotFound ? new NotFound('Deployment', id) : err;
     });
     return row;
   }
 
   /** The current state at once, then every change; ends when the deployment is deleted. */
-  async watchStatus(ctx: Context, id: string): Promise<AsyncIterable<Deployment>> {
-    const { events, deployment: current } = await this.listenThenGet(ctx, id);
-    const stillVisible = () => this.stillVisible(ctx, id);
+  async watchStatus(actor: Actor, id: string): Promise<AsyncIterable<Deployment>> {
+    const { events, deployment: current } = await this.listenThenGet(actor, id);
+    const stillVisible = () => this.stillVisible(actor, id);
     const stream = (async function* () {
       try {
         let last = current;
@@ -407,8 +402,8 @@ export class DeploymentsService {
   /**
    * Stored lines after `since`, then live ones, one line at a time (see `watchLogBatches`).
    */
-  async watchLogs(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
-    const batches = await this.watchLogBatches(ctx, id, type, since);
+  async watchLogs(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
+    const batches = await this.watchLogBatches(actor, id, type, since);
     const lines = (async function* () {
       for await (const batch of batches) yield* batch;
     })();
@@ -423,10 +418,10 @@ export class DeploymentsService {
    * filters out is yielded as the very array every subscriber got, so their executions can be
    * shared (see `sharedSubscribe`).
    */
-  async watchLogBatches(ctx: Context, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
+  async watchLogBatches(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
     // A subscriber may fall behind by so many lines, however they are batched.
-    const { events, deployment } = await this.listenThenGet(ctx, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
-    const stillVisible = () => this.stillVisible(ctx, id);
+    const { events, deployment } = await this.listenThenGet(actor, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
+    const stillVisible = () => this.stillVisible(actor, id);
     const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
     const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
     const stream = (async function* () {

@@ -37,11 +37,11 @@ class Energy implements EnergyBalance {
 export class EnergyResolver {
   @Query(() => Energy, { description: 'The caller’s energy balance.' })
   energy(@Ctx() ctx: Context): Promise<Energy> {
-    return ctx.services.energy.balance(ctx);
+    return ctx.services.energy.balance(ctx.actor);
   }
 
   @Query(() => EnergyLedgerConnection, { description: 'Every change of the caller’s energy, newest first.' })
   energyLedger(@Ctx() ctx: Context, @Args(() => PageArgs) page: PageArgs) {
-    return ctx.services.energy.ledger(ctx, page);
+    return ctx.services.energy.ledger(ctx.actor, page);
   }
 }

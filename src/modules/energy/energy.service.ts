@@ -2,7 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { NotFound, ValidationFailed } from '../../errors';
-import { Context, requireViewer } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { canonicalEmail } from '../accounts/accounts.service';
@@ -102,9 +102,8 @@ export class EnergyService {
     return { daily: a.daily, weekly: a.weekly, bonus: a.bonus, pack: a.pack, total, depleted: total === 0, dailyResetsAt: a.dailyResetAt, weeklyResetsAt: a.weeklyResetAt };
   }
 
-  async balance(ctx: Context): Promise<EnergyBalance> {
-    const viewer = requireViewer(ctx);
-    return this.balanceOf(viewer.id);
+  async balance(actor: Actor): Promise<EnergyBalance> {
+    return this.balanceOf(actor.user.id);
   }
 
   async balanceOf(userId: string): Promise<EnergyBalance> {
@@ -137,9 +136,8 @@ export class EnergyService {
     return balances;
   }
 
-  async ledger(ctx: Context, args: { first?: number | null; after?: string | null }): Promise<Page<EnergyLedgerEntry>> {
-    const viewer = requireViewer(ctx);
-    const qb = this.ds.getRepository(EnergyLedgerEntry).createQueryBuilder('l').where('l.user_id = :uid', { uid: viewer.id });
+  async ledger(actor: Actor, args: { first?: number | null; after?: string | null }): Promise<Page<EnergyLedgerEntry>> {
+    const qb = this.ds.getRepository(EnergyLedgerEntry).createQueryBuilder('l').where('l.user_id = :uid', { uid: actor.user.id });
     return pageByIdDesc(qb, 'led', args);
   }
 

@@ -8,7 +8,7 @@ import { PreviewChange, UpsertPreviewInput } from './previews.inputs';
 export class PreviewsResolver {
   @Query(() => [Preview], { description: 'The egg’s preview environments, newest first (at most 3).' })
   previews(@Ctx() ctx: Context, @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string): Promise<Preview[]> {
-    return ctx.services.previews.list(ctx, app);
+    return ctx.services.previews.list(ctx.actor, app);
   }
 
   @Mutation(() => PreviewChange, {
@@ -19,7 +19,7 @@ export class PreviewsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('input', () => UpsertPreviewInput, { description: 'The pull request.' }) input: UpsertPreviewInput,
   ): Promise<PreviewChange> {
-    return ctx.services.previews.upsert(ctx, app, input);
+    return ctx.services.previews.upsert(ctx.actor, app, input);
   }
 
   @Mutation(() => Boolean, { description: 'Tears the preview down with its routes, database and addons.' })
@@ -28,7 +28,7 @@ export class PreviewsResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('prNumber', () => Int, { description: 'Pull request number.' }) prNumber: number,
   ): Promise<boolean> {
-    return ctx.services.previews.delete(ctx, app, prNumber);
+    return ctx.services.previews.delete(ctx.actor, app, prNumber);
   }
 
   @FieldResolver(() => [PreviewResource], { description: 'The routes, database and addons the preview owns.' })

@@ -2,7 +2,7 @@ import { DataSource, In } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction, pgCode } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { newId } from '../../ids';
 import { ProvisionedResource, Runtime } from '../../runtime/runtime.port';
 import { effectiveMemoryMb } from '../apps/app.entity';
@@ -48,8 +48,8 @@ export class PreviewsService {
   }
 
   /** Creates the preview of a pull request, or redeploys it and extends its expiry. */
-  async upsert(ctx: Context, slug: string, input: { prNumber: number }): Promise<PreviewChange> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async upsert(actor: Actor, slug: string, input: { prNumber: number }): Promise<PreviewChange> {
+    const app = await this.apps.getVisible(actor, slug);
     const { prNumber } = input;
     if (!Number.isInteger(prNumber) || prNumber < 1) throw ValidationFailed.field('prNumber', 'must be an integer of at least 1');
     let provisioned: ProvisionedResource[] = [];
@@ -98,19 +98,19 @@ export class PreviewsService {
     } catch (err) {
       // The preview was not recorded: what the runtime made for it must not outlive it.
       if (provisioned.length) await this.runtime.teardownPreview(provisioned);
-      if (pgCode(err) === '23505') return this.upsert(ctx, slug, input);
+      if (pgCode(err) === '23505') return this.upsert(actor, slug, input);
       throw err;
     }
   }
 
-  async list(ctx: Context, slug: string): Promise<Preview[]> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async list(actor: Actor, slug: string): Promise<Preview[]> {
+    const app = await this.apps.getVisible(actor, slug);
     return this.ds.getRepository(Preview).find({ where: { appId: app.id }, order: { id: 'DESC' } });
   }
 
   /** Tears the preview down: routes, database and addons first, then its record. */
-  async delete(ctx: Context, slug: string, prNumber: number): Promise<boolean> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async delete(actor: Actor, slug: string, prNumber: number): Promise<boolean> {
+    const app = await this.apps.getVisible(actor, slug);
     const preview = await this.ds.getRepository(Preview).findOneBy({ appId: app.id, prNumber });
     if (!preview || !(await this.teardown(preview))) throw new NotFound('Preview of pull request', `${slug}#${prNumber}`);
     return true;

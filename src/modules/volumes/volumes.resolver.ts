@@ -11,7 +11,7 @@ const usage = new WeakMap<Volume, Promise<number>>();
 export class VolumesResolver {
   @Query(() => Volume, { description: 'The egg’s volume; NOT_FOUND when it has none.' })
   volume(@Ctx() ctx: Context, @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string): Promise<Volume> {
-    return ctx.services.volumes.get(ctx, app);
+    return ctx.services.volumes.get(ctx.actor, app);
   }
 
   @Mutation(() => VolumeChange, {
@@ -22,7 +22,7 @@ export class VolumesResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('input', () => ProvisionVolumeInput, { description: 'The size.' }) input: ProvisionVolumeInput,
   ): Promise<VolumeChange> {
-    return ctx.services.volumes.provision(ctx, app, input);
+    return ctx.services.volumes.provision(ctx.actor, app, input);
   }
 
   @Mutation(() => Volume, {
@@ -34,7 +34,7 @@ export class VolumesResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('now', () => Boolean, { nullable: true, description: 'Erase immediately and irreversibly.' }) now?: boolean | null,
   ): Promise<Volume | null> {
-    return ctx.services.volumes.delete(ctx, app, now === true);
+    return ctx.services.volumes.delete(ctx.actor, app, now === true);
   }
 
   @FieldResolver(() => Int, { description: 'Space used in MB, as the runtime reports it.' })

@@ -2,7 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { Runtime } from '../../runtime/runtime.port';
 import { TIERS } from '../apps/app.entity';
 import { AppsService } from '../apps/apps.service';
@@ -27,8 +27,8 @@ export class VolumesService {
   ) {}
 
   /** Provisions (created) or resizes, restoring a volume in its grace period. */
-  async provision(ctx: Context, slug: string, input: { sizeMb: number }): Promise<VolumeChange> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async provision(actor: Actor, slug: string, input: { sizeMb: number }): Promise<VolumeChange> {
+    const app = await this.apps.getVisible(actor, slug);
     const { sizeMb } = input;
     if (!Number.isInteger(sizeMb) || sizeMb < 1) throw ValidationFailed.field('sizeMb', 'must be an integer of at least 1');
     const cap = TIERS[app.tier].volumeCapMb;
@@ -48,16 +48,16 @@ export class VolumesService {
     });
   }
 
-  async get(ctx: Context, slug: string): Promise<Volume> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async get(actor: Actor, slug: string): Promise<Volume> {
+    const app = await this.apps.getVisible(actor, slug);
     const volume = await this.ds.getRepository(Volume).findOneBy({ appId: app.id });
     if (!volume) throw new NotFound('Volume of egg', slug);
     return volume;
   }
 
   /** Without `now`: detaches it and erases it after the grace period. With: erases it at once (null). */
-  async delete(ctx: Context, slug: string, now: boolean): Promise<Volume | null> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async delete(actor: Actor, slug: string, now: boolean): Promise<Volume | null> {
+    const app = await this.apps.getVisible(actor, slug);
     const erased = await inTransaction(this.ds, async (tx) => {
       const volume = await tx.findOne(Volume, { where: { appId: app.id }, lock: { mode: 'pessimistic_write' } });
       if (!volume) throw new NotFound('Volume of egg', slug);

@@ -10,7 +10,7 @@ const WebhookDeliveryConnection = Connection(WebhookDelivery, 'WebhookDelivery')
 export class WebhooksResolver {
   @Query(() => [Webhook], { description: 'The egg’s webhooks, newest first (at most 3). Secrets are never listed.' })
   webhooks(@Ctx() ctx: Context, @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string): Promise<Webhook[]> {
-    return ctx.services.webhooks.list(ctx, app);
+    return ctx.services.webhooks.list(ctx.actor, app);
   }
 
   @Mutation(() => CreatedWebhook, { description: 'Registers a webhook (at most 3 per egg); the answer carries its signing secret, once.' })
@@ -19,7 +19,7 @@ export class WebhooksResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('input', () => CreateWebhookInput, { description: 'URL and events.' }) input: CreateWebhookInput,
   ): Promise<CreatedWebhook> {
-    return ctx.services.webhooks.create(ctx, app, input);
+    return ctx.services.webhooks.create(ctx.actor, app, input);
   }
 
   @Mutation(() => ID, { description: 'Deletes a webhook and its delivery history; returns its id.' })
@@ -28,7 +28,7 @@ export class WebhooksResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Webhook id.' }) id: string,
   ): Promise<string> {
-    return ctx.services.webhooks.delete(ctx, app, id);
+    return ctx.services.webhooks.delete(ctx.actor, app, id);
   }
 
   @Mutation(() => Webhook, { description: 'Disables (false) or re-enables (true) a webhook.' })
@@ -38,7 +38,7 @@ export class WebhooksResolver {
     @Arg('id', () => ID, { description: 'Webhook id.' }) id: string,
     @Arg('active', () => Boolean, { description: 'Whether it receives events.' }) active: boolean,
   ): Promise<Webhook> {
-    return ctx.services.webhooks.setActive(ctx, app, id, active);
+    return ctx.services.webhooks.setActive(ctx.actor, app, id, active);
   }
 
   @Mutation(() => WebhookTestResult, { description: 'Sends a signed `ping` now and reports the answer.' })
@@ -47,7 +47,7 @@ export class WebhooksResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Webhook id.' }) id: string,
   ): Promise<WebhookTestResult> {
-    return ctx.services.webhooks.test(ctx, app, id);
+    return ctx.services.webhooks.test(ctx.actor, app, id);
   }
 
   @Mutation(() => WebhookDelivery, { description: 'Sends a past delivery’s event again (same `webhook-id`), as a new delivery.' })
@@ -56,7 +56,7 @@ export class WebhooksResolver {
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
     @Arg('id', () => ID, { description: 'Delivery id.' }) id: string,
   ): Promise<WebhookDelivery> {
-    return ctx.services.webhooks.redeliver(ctx, app, id);
+    return ctx.services.webhooks.redeliver(ctx.actor, app, id);
   }
 
   @FieldResolver(() => WebhookDeliveryConnection, { description: 'Delivery history, newest first.' })

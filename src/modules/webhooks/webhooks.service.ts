@@ -3,7 +3,7 @@ import { DataSource, EntityManager, In } from 'typeorm';
 import { Clock } from '../../clock';
 import { inTransaction } from '../../db/transaction';
 import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
-import { Context } from '../../graphql/context';
+import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import type { Metrics } from '../../metrics';
@@ -58,8 +58,8 @@ export class WebhooksService {
     private readonly opts: WebhooksOptions,
   ) {}
 
-  async create(ctx: Context, slug: string, input: { url: string; events: string[] }): Promise<{ webhook: Webhook; secret: string }> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async create(actor: Actor, slug: string, input: { url: string; events: string[] }): Promise<{ webhook: Webhook; secret: string }> {
+    const app = await this.apps.getVisible(actor, slug);
     const url = await this.validateUrl(input.url);
     const events = input.events;
     if (!Array.isArray(events) || events.length === 0) throw ValidationFailed.field('events', `must list one or more of: ${WEBHOOK_EVENTS.join(', ')}`);
@@ -104,27 +104,27 @@ export class WebhooksService {
     return url;
   }
 
-  async list(ctx: Context, slug: string): Promise<Webhook[]> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async list(actor: Actor, slug: string): Promise<Webhook[]> {
+    const app = await this.apps.getVisible(actor, slug);
     return this.ds.getRepository(Webhook).find({ where: { appId: app.id }, order: { id: 'DESC' } });
   }
 
-  async get(ctx: Context, slug: string, id: string): Promise<Webhook> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async get(actor: Actor, slug: string, id: string): Promise<Webhook> {
+    const app = await this.apps.getVisible(actor, slug);
     const webhook = await this.ds.getRepository(Webhook).findOneBy({ id, appId: app.id });
     if (!webhook) throw new NotFound('Webhook', id);
     return webhook;
   }
 
-  async delete(ctx: Context, slug: string, id: string): Promise<string> {
-    const webhook = await this.get(ctx, slug, id);
+  async delete(actor: Actor, slug: string, id: string): Promise<string> {
+    const webhook = await this.get(actor, slug, id);
     await this.ds.getRepository(Webhook).delete({ id: webhook.id });
     return webhook.id;
   }
 
   /** Disables or re-enables a webhook; re-enabling clears the failure count. */
-  async setActive(ctx: Context, slug: string, id: string, active: boolean): Promise<Webhook> {
-    const webhook = await this.get(ctx, slug, id);
+  async setActive(actor: Actor, slug: string, id: string, active: boolean): Promise<Webhook> {
+    const webhook = await this.get(actor, slug, id);
     Object.assign(webhook, { active, disabledReason: active ? null : 'disabled by a user', consecutiveFailures: active ? 0 : webhook.consecutiveFailures });
     await this.ds
       .getRepository(Webhook)
@@ -173,8 +173,8 @@ export class WebhooksService {
   }
 
   /** Sends a signed ping now and reports the answer; a ping is not retried. */
-  async test(ctx: Context, slug: string, id: string): Promise<TestResult> {
-    const webhook = await this.get(ctx, slug, id);
+  async test(actor: Actor, slug: string, id: string): Promise<TestResult> {
+    const webhook = await this.get(actor, slug, id);
     const now = this.clock.now();
     const deliveryId = newId('whd', now);
     const payload = JSON.stringify({ type: 'ping', timestamp: now.toISOString(), data: { webhook_id: webhook.id, project: slug } });
@@ -185,8 +185,8 @@ export class WebhooksService {
   }
 
   /** Sends a past delivery's event again, as a new delivery with the same `webhook-id`. */
-  async redeliver(ctx: Context, slug: string, deliveryId: string): Promise<WebhookDelivery> {
-    const app = await this.apps.getVisible(ctx, slug);
+  async redeliver(actor: Actor, slug: string, deliveryId: string): Promise<WebhookDelivery> {
+    const app = await this.apps.getVisible(actor, slug);
     const past = await this.ds
       .getRepository(WebhookDelivery)
       .createQueryBuilder('d')

@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { DataSource, Logger as OrmLogger } from 'typeorm';
-import { migrations } from '../../migrations';
-import { entities } from '../modules';
-import { GuardedClient } from './guarded-client';
-import { SnakeNamingStrategy } from './naming';
+import { migrations } from '../migrations';
+import { GuardedClient } from './db/guarded-client';
+import { SnakeNamingStrategy } from './db/naming';
+import { entities } from './modules/entities';
 
 export interface DataSourceOptions {
   /** Sees every SQL statement (and its parameters); tests count statements with it. */

@@ -1,0 +1,68 @@
+/**
+ * The import rules of src/ (scripts/architecture.ts runs them in `npm run check`, and also
+ * refuses circles between folders). Layers, lowest first: the leaf files at src/ (errors, clock,
+ * ids, log, …), db/ and bus/, runtime/, modules/ (the domains: entities, services, topics), the
+ * GraphQL face (graphql/ and each domain's resolvers, loaders and inputs, and modules/index.ts
+ * that lists them), then the transports rest/ and http/; app.ts, services.ts, data-source.ts and
+ * the CLIs compose them.
+ */
+const FACE = '\\.(resolver|loaders|inputs)\\.ts$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No file reaches itself through its imports (type-only imports count).',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'domain-without-graphql',
+      comment: 'In modules/, only the GraphQL face of a domain (resolvers, loaders, inputs) imports graphql/: services take an Actor, not a context.',
+      severity: 'error',
+      from: { path: '^src/modules/', pathNot: [FACE, '^src/modules/index\\.ts$'] },
+      to: { path: '^src/graphql/' },
+    },
+    {
+      name: 'domain-without-transports',
+      comment: 'Nothing in modules/ knows a transport or the job runner.',
+      severity: 'error',
+      from: { path: '^src/modules/' },
+      to: { path: '^src/(http|rest|jobs|cli)/' },
+    },
+    {
+      name: 'domain-without-the-face',
+      comment: 'Services, entities and topics never import a resolver, a loader, an input or the registry.',
+      severity: 'error',
+      from: { path: '^src/modules/', pathNot: [FACE, '^src/modules/index\\.ts$'] },
+      to: { path: [FACE.replace('$', '') + '$', '^src/modules/index\\.ts$'] },
+    },
+    {
+      name: 'infrastructure-below-domains',
+      comment: 'db/, bus/, runtime/ and jobs/ serve the domains and transports; they import neither.',
+      severity: 'error',
+      from: { path: '^src/(db|bus|runtime|jobs)/' },
+      to: { path: '^src/(modules|graphql|http|rest|cli)/' },
+    },
+    {
+      name: 'graphql-below-transports',
+      comment: 'graphql/ knows nothing of HTTP or REST.',
+      severity: 'error',
+      from: { path: '^src/graphql/' },
+      to: { path: '^src/(http|rest|cli)/' },
+    },
+    {
+      name: 'leaves-stay-leaves',
+      comment: 'The leaf files at src/ import only each other.',
+      severity: 'error',
+      from: { path: '^src/(errors|clock|ids|log|timeout|secrets|in-flight)\\.ts$' },
+      to: { path: '^src/[^/]+/' },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+  },
+};
