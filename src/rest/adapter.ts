@@ -4,7 +4,7 @@ import { FieldError } from '../errors';
 import { Context } from '../graphql/context';
 import { formatError, isErrorCode } from '../graphql/errors';
 import { snake } from '../db/naming';
-import { sendProblem } from '../http/responses';
+import { sendProblem } from '../http/problems';
 import { Logger } from '../log';
 import { API_RELEASES, ApiRelease, LATEST_RELEASE, RestRequest, Route, routes } from './routes';
 import { checkInput, RestFieldError } from './validate';

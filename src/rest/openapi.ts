@@ -24,7 +24,7 @@ import {
   visitWithTypeInfo,
 } from 'graphql';
 import { ErrorCode } from '../errors';
-import { ERROR_HTTP } from '../graphql/errors';
+import { ERROR_HTTP } from '../http/problems';
 import { IdPrefix } from '../ids';
 import { API_RELEASES, LATEST_RELEASE, Route, routes } from './routes';
 
