@@ -1,20 +1,22 @@
 /**
  * Typed domain errors. Services throw these; graphql/errors.ts maps them to `extensions.code`
- * and rest/adapter.ts to HTTP statuses, each through one table keyed by `ErrorCode`.
+ * and http/problems.ts to HTTP statuses and problem details, each through one table keyed by `ErrorCode`.
  */
-export type ErrorCode =
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'NOT_FOUND'
-  | 'BAD_USER_INPUT'
-  | 'LIMIT_EXCEEDED'
-  | 'RATE_LIMITED'
-  | 'BAD_REQUEST'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'REQUEST_TIMEOUT'
-  | 'SERVICE_UNAVAILABLE'
-  | 'INTERNAL_SERVER_ERROR';
+export const ERROR_CODES = [
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'BAD_USER_INPUT',
+  'LIMIT_EXCEEDED',
+  'RATE_LIMITED',
+  'BAD_REQUEST',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'PAYLOAD_TOO_LARGE',
+  'REQUEST_TIMEOUT',
+  'SERVICE_UNAVAILABLE',
+  'INTERNAL_SERVER_ERROR',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface FieldError {
   field: string;

@@ -1,33 +1,9 @@
 import { GraphQLError, GraphQLFormattedError } from 'graphql';
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors';
-import { DomainError, ErrorCode, FieldError, RateLimited, ServiceUnavailable, ValidationFailed } from '../errors';
+import { DomainError, ERROR_CODES, ErrorCode, FieldError, ServiceUnavailable, ValidationFailed } from '../errors';
 import { newId } from '../ids';
 import { Logger } from '../log';
 import { withoutSuggestions } from './limits';
-
-/** The one mapping from error codes to HTTP: REST statuses and problem codes come from here. */
-export const ERROR_HTTP: Record<ErrorCode, { status: number; code: string; title: string }> = {
-  UNAUTHENTICATED: { status: 401, code: 'unauthorized', title: 'Unauthorized' },
-  FORBIDDEN: { status: 403, code: 'forbidden', title: 'Forbidden' },
-  NOT_FOUND: { status: 404, code: 'not_found', title: 'Not Found' },
-  BAD_USER_INPUT: { status: 422, code: 'validation_failed', title: 'Validation Failed' },
-  LIMIT_EXCEEDED: { status: 422, code: 'limit_exceeded', title: 'Limit Exceeded' },
-  RATE_LIMITED: { status: 429, code: 'rate_limited', title: 'Too Many Requests' },
-  BAD_REQUEST: { status: 400, code: 'bad_request', title: 'Bad Request' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', title: 'Unsupported Media Type' },
-  PAYLOAD_TOO_LARGE: { status: 413, code: 'payload_too_large', title: 'Payload Too Large' },
-  REQUEST_TIMEOUT: { status: 408, code: 'request_timeout', title: 'Request Timeout' },
-  SERVICE_UNAVAILABLE: { status: 503, code: 'service_unavailable', title: 'Service Unavailable' },
-  INTERNAL_SERVER_ERROR: { status: 500, code: 'internal_error', title: 'Internal Server Error' },
-};
-
-/** Headers that go with an error on any transport: a 401 asks for a bearer token, a 503 says when to retry. */
-export function errorHeaders(code: ErrorCode, err?: unknown): Record<string, string> {
-  if (code === 'UNAUTHENTICATED') return { 'www-authenticate': 'Bearer' };
-  if (code === 'SERVICE_UNAVAILABLE') return { 'retry-after': '1' };
-  if (err instanceof RateLimited) return { 'retry-after': String(err.retryAfterSeconds) };
-  return {};
-}
 
 /** Logs an error no client caused; returns the id that names it in the log and in the response. */
 export function logUnexpected(err: unknown, log: Logger): string {
@@ -37,7 +13,7 @@ export function logUnexpected(err: unknown, log: Logger): string {
 }
 
 export function isErrorCode(code: unknown): code is ErrorCode {
-  return typeof code === 'string' && code in ERROR_HTTP;
+  return typeof code === 'string' && (ERROR_CODES as readonly string[]).includes(code);
 }
 
 /**

@@ -2,14 +2,14 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { ErrorCode } from '../errors';
-import { ERROR_HTTP } from '../graphql/errors';
 import { Logger } from '../log';
 import { TrustFn } from './client-ip';
+import { ERROR_HTTP, problemBody } from './problems';
 
 /** A whole HTTP response with a problem body, for sockets Fastify never saw a request on. */
 function rawProblem(code: ErrorCode, detail: string, headers: Record<string, string | number> = {}): string {
-  const { status, code: restCode, title } = ERROR_HTTP[code];
-  const body = JSON.stringify({ type: `https://hatchery.run/problems/${restCode}`, title, status, code: restCode, detail });
+  const { status, title } = ERROR_HTTP[code];
+  const body = JSON.stringify(problemBody(code, detail));
   const lines = [
     `HTTP/1.1 ${status} ${title}`,
     'Content-Type: application/problem+json',

@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { FastifyInstance, onRequestHookHandler } from 'fastify';
-import { GRAPHQL_PATH, sendProblem } from './responses';
+import { sendProblem } from './problems';
+import { GRAPHQL_PATH } from './responses';
 
 const ASSET_PREFIX = `${GRAPHQL_PATH}/explorer/assets`;
 const TOKEN_KEY = 'hatchery.explorer.token';

@@ -4,9 +4,9 @@ import Redis from 'ioredis';
 import { Logger } from '../log';
 import { GraphQLError } from 'graphql';
 import { credentialOf } from '../graphql/build-context';
-import { ERROR_HTTP } from '../graphql/errors';
 import { RateLimited } from '../errors';
-import { GRAPHQL_PATH, isGraphQLRoute, sendGraphQLErrors, sendProblem } from './responses';
+import { ERROR_HTTP, sendProblem } from './problems';
+import { GRAPHQL_PATH, isGraphQLRoute, sendGraphQLErrors } from './responses';
 
 /**
  * Requests per minute per API token, and per client IP for requests without one, shared by REST,

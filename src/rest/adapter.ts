@@ -4,9 +4,9 @@ import { FieldError } from '../errors';
 import { Context } from '../graphql/context';
 import { formatError, isErrorCode } from '../graphql/errors';
 import { snake } from '../db/naming';
-import { sendProblem } from '../http/responses';
+import { sendProblem } from '../http/problems';
 import { Logger } from '../log';
-import { API_RELEASES, ApiRelease, LATEST_RELEASE, RestRequest, Route, routes } from './routes';
+import { API_RELEASES, ApiRelease, LATEST_RELEASE, presentResponse, RestRequest, Route, routes } from './routes';
 import { checkInput, RestFieldError } from './validate';
 
 interface Prepared {
@@ -96,8 +96,8 @@ export function registerRest(
         if (result.errors?.length) return sendGraphQLError(reply, route, result.errors[0], deps.log);
         const data = result.data as Record<string, unknown>;
         const status = typeof route.status === 'function' ? route.status(data) : route.status;
-        if (status === 204 || !route.respond) return reply.code(status).send();
-        return reply.code(status).send(route.respond(data));
+        if (status === 204 || !route.response) return reply.code(status).send();
+        return reply.code(status).send(presentResponse(route, data));
       },
     });
   }

@@ -1,5 +1,5 @@
-import type { ResponseSchema } from './openapi';
-import * as present from './presenters';
+import type { ResponseBody } from './define-resource';
+import * as resources from './resources';
 
 export const API_RELEASES = ['2026-01-15', '2026-09-01'] as const;
 export type ApiRelease = (typeof API_RELEASES)[number];
@@ -26,16 +26,17 @@ export interface Route {
   body?: Readonly<Record<string, string>>;
   /** Success status; a function where it depends on the outcome (201 created, 200 updated). */
   status: number | ((data: Record<string, any>) => number); // eslint-disable-line @typescript-eslint/no-explicit-any
-  /** Response body from the operation's data; absent for 204. */
-  respond?(data: Record<string, any>): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** GraphQL argument names as REST names, for errors (`first` → `limit`). */
   fields?: Record<string, string>;
   /** The API release that introduced the endpoint. */
   since: ApiRelease;
   /** One line for the API reference (GET /openapi.json, /docs). */
   summary: string;
-  /** The response body's schema in the OpenAPI document (src/rest/openapi.ts); absent when only 204. */
-  response?: ResponseSchema;
+  /**
+   * The response body: a declaration of resources.ts (its presenter and its OpenAPI schema) and
+   * the part of the operation's data it presents; absent when only 204.
+   */
+  response?: { body: ResponseBody; of(data: Record<string, any>): any }; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Each success status with what it means; required where `status` is a function. */
   statuses?: Readonly<Partial<Record<200 | 201 | 204, string>>>;
   /** Request headers passed to the operation; each named in `fields` as the variable's REST name. */
@@ -57,6 +58,11 @@ export function enumParam(v: unknown): unknown {
   return typeof v === 'string' && /^[a-z_]+$/.test(v) ? v.toUpperCase() : v;
 }
 
+/** The response body of a row for its operation's data. */
+export function presentResponse(route: Route, data: Record<string, unknown>): unknown {
+  return route.response?.body.present(route.response.of(data));
+}
+
 /** Every documented REST endpoint, one row each. */
 export const routes: Route[] = [
   {
@@ -66,15 +72,14 @@ export const routes: Route[] = [
       mutation RestDeploy($input: DeployInput!, $idempotencyKey: String) {
         deploy(input: $input, idempotencyKey: $idempotencyKey) { ...RestDeployment }
       }
-      ${present.DEPLOYMENT_FIELDS}`,
+      ${resources.Deployment.fragment}`,
     body: { project: 'project', env: 'env' },
     variables: (req) => ({ input: req.input, idempotencyKey: req.headers['idempotency-key'] }),
     status: 201,
-    respond: (d) => present.deployment(d.deploy),
     fields: { idempotencyKey: 'Idempotency-Key' },
     since: '2026-01-15',
     summary: 'Deploy an egg',
-    response: 'Deployment',
+    response: { body: resources.Deployment, of: (d) => d.deploy },
     headers: ['Idempotency-Key'],
   },
   {
@@ -87,7 +92,7 @@ export const routes: Route[] = [
           pageInfo { hasNextPage endCursor }
         }
       }
-      ${present.DEPLOYMENT_FIELDS}`,
+      ${resources.Deployment.fragment}`,
     query: ['project', 'status', 'limit', 'cursor'],
     variables: (req) => ({
       project: req.query.project,
@@ -96,24 +101,22 @@ export const routes: Route[] = [
       cursor: req.query.cursor,
     }),
     status: 200,
-    respond: (d) => present.list(d.deployments, present.deployment),
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'List deployments',
-    response: 'DeploymentList',
+    response: { body: resources.DeploymentList, of: (d) => d.deployments },
   },
   {
     method: 'GET',
     path: '/deployments/:id',
     operation: /* GraphQL */ `
       query RestDeployment($id: ID!) { deployment(id: $id) { ...RestDeployment } }
-      ${present.DEPLOYMENT_FIELDS}`,
+      ${resources.Deployment.fragment}`,
     variables: (req) => ({ id: req.params.id }),
     status: 200,
-    respond: (d) => present.deployment(d.deployment),
     since: '2026-01-15',
     summary: 'Get a deployment',
-    response: 'Deployment',
+    response: { body: resources.Deployment, of: (d) => d.deployment },
   },
   {
     method: 'DELETE',
@@ -131,11 +134,12 @@ export const routes: Route[] = [
       query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $limit: Int, $cursor: String) {
         deployment(id: $id) {
           logs(type: $type, since: $since, first: $limit, after: $cursor) {
-            nodes { timestamp type message }
+            nodes { ...RestLogLine }
             pageInfo { hasNextPage endCursor }
           }
         }
-      }`,
+      }
+      ${resources.LogLine.fragment}`,
     query: ['type', 'since', 'limit', 'cursor'],
     variables: (req) => ({
       id: req.params.id,
@@ -145,26 +149,25 @@ export const routes: Route[] = [
       cursor: req.query.cursor,
     }),
     status: 200,
-    respond: (d) => present.list(d.deployment.logs, present.logLine),
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'Read a deployment’s logs',
-    response: 'LogLineList',
+    response: { body: resources.LogLineList, of: (d) => d.deployment.logs },
   },
   {
     method: 'PATCH',
     path: '/apps/:slug/resources',
     operation: /* GraphQL */ `
       mutation RestUpdateResources($slug: String!, $input: UpdateResourcesInput!) {
-        updateResources(app: $slug, input: $input) { slug memoryMb effectiveMemoryMb capMb }
-      }`,
+        updateResources(app: $slug, input: $input) { ...RestResources }
+      }
+      ${resources.Resources.fragment}`,
     body: { memory_mb: 'memoryMb' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 200,
-    respond: (d) => present.resources(d.updateResources),
     since: '2026-09-01',
     summary: 'Set an egg’s memory',
-    response: 'Resources',
+    response: { body: resources.Resources, of: (d) => d.updateResources },
     ownerOnly: true,
   },
   {
@@ -174,14 +177,13 @@ export const routes: Route[] = [
       mutation RestProvisionVolume($slug: String!, $input: ProvisionVolumeInput!) {
         provisionVolume(app: $slug, input: $input) { created volume { ...RestVolume } }
       }
-      ${present.VOLUME_FIELDS}`,
+      ${resources.Volume.fragment}`,
     body: { size_mb: 'sizeMb' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: (d) => (d.provisionVolume.created ? 201 : 200),
-    respond: (d) => present.volume(d.provisionVolume.volume),
     since: '2026-01-15',
     summary: 'Provision, resize or restore the volume',
-    response: 'Volume',
+    response: { body: resources.Volume, of: (d) => d.provisionVolume.volume },
     statuses: { 201: 'Provisioned', 200: 'Resized, or restored from its grace period' },
   },
   {
@@ -189,27 +191,25 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/volume',
     operation: /* GraphQL */ `
       query RestVolume($slug: String!) { volume(app: $slug) { ...RestVolume } }
-      ${present.VOLUME_FIELDS}`,
+      ${resources.Volume.fragment}`,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
-    respond: (d) => present.volume(d.volume),
     since: '2026-01-15',
     summary: 'Get the volume',
-    response: 'Volume',
+    response: { body: resources.Volume, of: (d) => d.volume },
   },
   {
     method: 'DELETE',
     path: '/v1/apps/:slug/volume',
     operation: /* GraphQL */ `
       mutation RestDeleteVolume($slug: String!, $now: Boolean) { deleteVolume(app: $slug, now: $now) { ...RestVolume } }
-      ${present.VOLUME_FIELDS}`,
+      ${resources.Volume.fragment}`,
     query: ['now'],
     variables: (req) => ({ slug: req.params.slug, now: boolParam(req.query.now) }),
     status: (d) => (d.deleteVolume ? 200 : 204),
-    respond: (d) => present.volume(d.deleteVolume),
     since: '2026-01-15',
     summary: 'Delete the volume',
-    response: 'Volume',
+    response: { body: resources.Volume, of: (d) => d.deleteVolume },
     statuses: { 200: 'Scheduled for erasure: the volume in `grace_deleting`, `erase_at` 7 days ahead', 204: 'Erased at once (`now=true`); no body' },
   },
   {
@@ -219,14 +219,13 @@ export const routes: Route[] = [
       mutation RestUpsertPreview($slug: String!, $input: UpsertPreviewInput!) {
         upsertPreview(app: $slug, input: $input) { created preview { ...RestPreview } }
       }
-      ${present.PREVIEW_FIELDS}`,
+      ${resources.Preview.fragment}`,
     body: { pr_number: 'prNumber' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: (d) => (d.upsertPreview.created ? 201 : 200),
-    respond: (d) => present.preview(d.upsertPreview.preview),
     since: '2026-01-15',
     summary: 'Create or update a preview',
-    response: 'Preview',
+    response: { body: resources.Preview, of: (d) => d.upsertPreview.preview },
     statuses: { 201: 'Created', 200: 'An existing preview redeployed, `expires_at` extended' },
   },
   {
@@ -234,13 +233,12 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/previews',
     operation: /* GraphQL */ `
       query RestPreviews($slug: String!) { previews(app: $slug) { ...RestPreview } }
-      ${present.PREVIEW_FIELDS}`,
+      ${resources.Preview.fragment}`,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
-    respond: (d) => ({ data: (d.previews as Record<string, unknown>[]).map(present.preview), has_more: false, next_cursor: null }),
     since: '2026-01-15',
     summary: 'List previews',
-    response: 'PreviewList',
+    response: { body: resources.PreviewList, of: (d) => d.previews },
   },
   {
     method: 'DELETE',
@@ -255,31 +253,28 @@ export const routes: Route[] = [
   {
     method: 'POST',
     path: '/billing/energy-pack/checkout',
-    operation: /* GraphQL */ `mutation RestCheckout { createEnergyPackCheckout { sessionId checkoutUrl expiresAt } }`,
+    operation: /* GraphQL */ `
+      mutation RestCheckout { createEnergyPackCheckout { ...RestCheckout } }
+      ${resources.Checkout.fragment}`,
     body: {},
     variables: () => ({}),
     status: 201,
-    respond: (d) => present.checkout(d.createEnergyPackCheckout),
     since: '2026-09-01',
     summary: 'Start an energy pack checkout',
-    response: 'Checkout',
+    response: { body: resources.Checkout, of: (d) => d.createEnergyPackCheckout },
   },
   {
     method: 'POST',
     path: '/v1/apps/:slug/crons',
     operation: /* GraphQL */ `
-      mutation RestCreateCron($slug: String!, $input: CreateCronInput!) { createCron(app: $slug, input: $input) { ...RestCron } }
-      ${present.CRON_FIELDS}`,
+      mutation RestCreateCron($slug: String!, $input: CreateCronInput!) { createCron(app: $slug, input: $input) { ...RestCreatedCron } }
+      ${resources.CreatedCron.fragment}`,
     body: { schedule: 'schedule', command: 'command' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 201,
-    respond: (d) => {
-      const { last_run: _lastRun, ...created } = present.cron(d.createCron);
-      return created;
-    },
     since: '2026-01-15',
     summary: 'Create a cron',
-    response: 'CreatedCron',
+    response: { body: resources.CreatedCron, of: (d) => d.createCron },
   },
   {
     method: 'GET',
@@ -288,15 +283,14 @@ export const routes: Route[] = [
       query RestCrons($slug: String!, $limit: Int, $cursor: String) {
         crons(app: $slug, first: $limit, after: $cursor) { nodes { ...RestCron } pageInfo { hasNextPage endCursor } }
       }
-      ${present.CRON_FIELDS}`,
+      ${resources.Cron.fragment}`,
     query: ['limit', 'cursor'],
     variables: (req) => ({ slug: req.params.slug, limit: intParam(req.query.limit), cursor: req.query.cursor }),
     status: 200,
-    respond: (d) => present.list(d.crons, present.cron),
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'List crons',
-    response: 'CronList',
+    response: { body: resources.CronList, of: (d) => d.crons },
   },
   {
     method: 'DELETE',
@@ -314,43 +308,41 @@ export const routes: Route[] = [
       query RestCronRuns($slug: String!, $id: ID!, $limit: Int, $cursor: String) {
         cronRuns(app: $slug, id: $id, first: $limit, after: $cursor) { nodes { ...RestCronRun } pageInfo { hasNextPage endCursor } }
       }
-      ${present.CRON_RUN_FIELDS}`,
+      ${resources.CronRun.fragment}`,
     query: ['limit', 'cursor'],
     variables: (req) => ({ slug: req.params.slug, id: req.params.id, limit: intParam(req.query.limit), cursor: req.query.cursor }),
     status: 200,
-    respond: (d) => present.list(d.cronRuns, present.cronRun),
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'List a cron’s runs',
-    response: 'CronRunList',
+    response: { body: resources.CronRunList, of: (d) => d.cronRuns },
   },
   {
     method: 'POST',
     path: '/v1/apps/:slug/webhooks',
     operation: /* GraphQL */ `
       mutation RestCreateWebhook($slug: String!, $input: CreateWebhookInput!) {
-        createWebhook(app: $slug, input: $input) { secret webhook { id url events active createdAt } }
-      }`,
+        createWebhook(app: $slug, input: $input) { ...RestCreatedWebhook }
+      }
+      ${resources.CreatedWebhook.fragment}`,
     body: { url: 'url', events: 'events' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 201,
-    respond: (d) => present.createdWebhook(d.createWebhook),
     since: '2026-01-15',
     summary: 'Register a webhook',
-    response: 'CreatedWebhook',
+    response: { body: resources.CreatedWebhook, of: (d) => d.createWebhook },
   },
   {
     method: 'GET',
     path: '/v1/apps/:slug/webhooks',
     operation: /* GraphQL */ `
       query RestWebhooks($slug: String!) { webhooks(app: $slug) { ...RestWebhook } }
-      ${present.WEBHOOK_FIELDS}`,
+      ${resources.Webhook.fragment}`,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
-    respond: (d) => ({ data: (d.webhooks as Record<string, unknown>[]).map(present.webhook), has_more: false, next_cursor: null }),
     since: '2026-01-15',
     summary: 'List webhooks',
-    response: 'WebhookList',
+    response: { body: resources.WebhookList, of: (d) => d.webhooks },
   },
   {
     method: 'DELETE',
@@ -365,13 +357,13 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/v1/apps/:slug/webhooks/:id/test',
     operation: /* GraphQL */ `
-      mutation RestTestWebhook($slug: String!, $id: ID!) { testWebhook(app: $slug, id: $id) { deliveryId status responseStatus durationMs } }`,
+      mutation RestTestWebhook($slug: String!, $id: ID!) { testWebhook(app: $slug, id: $id) { ...RestWebhookTestResult } }
+      ${resources.WebhookTestResult.fragment}`,
     body: {},
     variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
     status: 200,
-    respond: (d) => present.webhookTest(d.testWebhook),
     since: '2026-01-15',
     summary: 'Send a test ping',
-    response: 'WebhookTestResult',
+    response: { body: resources.WebhookTestResult, of: (d) => d.testWebhook },
   },
 ];

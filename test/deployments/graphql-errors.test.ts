@@ -1,4 +1,4 @@
-// The gateway (src/app) first: it loads reflect-metadata, which src/graphql/errors needs.
+// The gateway (src/app) first: it loads reflect-metadata.
 import { gql, gqlOk, GqlResult, rest, startGateway, TestGateway } from '../support/gateway';
 import {
   DeleteDeploymentDocument,
@@ -8,7 +8,7 @@ import {
   DeploymentsDocument,
 } from '../../src/client/generated';
 import { ErrorCode } from '../../src/errors';
-import { ERROR_HTTP } from '../../src/graphql/errors';
+import { ERROR_HTTP } from '../../src/http/problems';
 import { newId } from '../../src/ids';
 import { deploy, makeApp, makeUser, settle, TestUser, unique } from '../support/factories';
 import { expectInvalid, expectProblem, RestResponse, writesNothing } from '../rest/problem';

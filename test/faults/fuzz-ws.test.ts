@@ -1,11 +1,11 @@
-// The gateway (support/gateway loads src/app) first: it loads reflect-metadata, which src/graphql/errors needs.
+// The gateway (support/gateway loads src/app) first: it loads reflect-metadata.
 import { collect, rest, startGateway, TestGateway, waitForItem, wsClient } from '../support/gateway';
 import fc from 'fast-check';
 import { FormattedExecutionResult, print } from 'graphql';
 import { Client as WsClient, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { CreateCronDocument, DeploymentLogStreamDocument, DeploymentStatusDocument } from '../../src/client/generated';
-import { ERROR_HTTP } from '../../src/graphql/errors';
+import { ERROR_HTTP } from '../../src/http/problems';
 import { DateTimeScalar } from '../../src/graphql/scalars';
 import { openStream, LiveStream, runWs } from '../abuse/helpers';
 import { deploy, makeApp, settle } from '../support/factories';

@@ -44,7 +44,7 @@ describe('GET /docs: the API reference page', () => {
       expect(own).toContain('<code>API-Version</code></td><td>header');
       for (const field of Object.keys(route.body ?? {})) expect(own).toContain(`<td><code>${field}</code></td>`);
       for (const status of Object.keys(op.responses)) expect(own).toMatch(new RegExp(`<td class="status s\\d">${status}</td>`));
-      if (route.response) expect(own).toContain(`href="#schema-${route.response}"`);
+      if (route.response) expect(own).toContain(`href="#schema-${route.response.body.name}"`);
     }
   });
 

@@ -99,7 +99,7 @@ describe('GET /openapi.json', () => {
       for (const status of success) {
         const response = op.responses[status] as { content?: Record<string, { schema: JsonSchema }> };
         if (status === '204') expect(response.content).toBeUndefined();
-        else expect(response.content!['application/json'].schema).toEqual({ $ref: `#/components/schemas/${route.response}` });
+        else expect(response.content!['application/json'].schema).toEqual({ $ref: `#/components/schemas/${route.response!.body.name}` });
       }
       const errors = Object.keys(op.responses).filter((s) => s >= '400');
       expect(errors).toEqual(expect.arrayContaining(['400', '401', '404', '422', '429', '500']));

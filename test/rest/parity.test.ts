@@ -1,10 +1,11 @@
-import { routes, Route } from '../../src/rest/routes';
+import { presentResponse, routes, Route } from '../../src/rest/routes';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { rest, startGateway, TestGateway } from '../support/gateway';
 
 /**
  * Walks the REST route table: every row has a sample request here (a new route without one
- * fails), and its REST answer equals its GraphQL operation's answer run through `respond`.
+ * fails), and its REST answer equals its GraphQL operation's answer run through the row's
+ * presenter (`presentResponse`).
  */
 interface Sample {
   path: string;
@@ -182,7 +183,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
     expect(twin.errors).toBeUndefined();
     const expectedStatus = typeof route.status === 'function' ? route.status(twin.data!) : route.status;
     expect(viaRest.status).toBe(expectedStatus);
-    const twinBody = route.respond ? JSON.parse(JSON.stringify(route.respond(twin.data!))) : undefined;
+    const twinBody = route.response ? JSON.parse(JSON.stringify(presentResponse(route, twin.data!))) : undefined;
     if (sample.compare) sample.compare(viaRest.body, twinBody);
     else expect(viaRest.body).toEqual(twinBody);
   });
