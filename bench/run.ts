@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: starts the gateway (buildApp on port 0) and the baselines over one database,
  * loads both from a second process (bench/load.js) and prints one table of gateway/baseline
- * ratios, also written to bench/results/<timestamp>.json. See the README's Benchmarks section.
+ * ratios, also written to bench/results/<timestamp>.json. See docs/benchmarks.md.
  */
 import 'reflect-metadata';
 import { ChildProcess, spawn } from 'node:child_process';

@@ -11,7 +11,7 @@ import { packPurchases, storedBalances, WEBHOOK_SECRET } from '../energy/helpers
 
 /**
  * Paying on the sandbox checkout page posts the signed event to the gateway's own payment webhook
- * (src/http/billing.ts). That call has a timeout (README, "Limits": "the sandbox page's call to the
+ * (src/http/billing.ts). That call has a timeout (docs/operations.md, "Limits": "the sandbox page's call to the
  * payment webhook after 10 s"), so a webhook that never answers gives the payer an error page
  * instead of a request left hanging (fetch's own limit is undici's 300 s header timeout).
  *

@@ -11,7 +11,7 @@ const AppTierDocument = parse(`query AppTier($slug: String!) { app(slug: $slug) 
   { slug: string }
 >;
 
-/** `npm run --silent admin -- …`, exactly as the README documents it. */
+/** `npm run --silent admin -- …`, exactly as the README and docs/operations.md document it. */
 function npmAdmin(databaseUrl: string, ...args: string[]): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     execFile(

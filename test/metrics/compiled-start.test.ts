@@ -139,7 +139,7 @@ describe('the compiled build (the image’s build step and entry point)', () => 
 
   });
 
-  it('the compiled operator command creates the first user (as the README says for Docker), whose token the gateway accepts', async () => {
+  it('the compiled operator command creates the first user (as docs/operations.md says for Docker), whose token the gateway accepts', async () => {
     expect(url).not.toBe('');
     const email = `first-${randomBytes(4).toString('hex')}@example.com`;
     const created = await run(process.execPath, ['dist/src/cli/admin.js', 'create-user', email], { cwd: tmp, env: childEnv(), timeout: 60_000 });

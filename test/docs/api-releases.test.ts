@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { API_RELEASES, routes } from '../../src/rest/routes';
 
-/** The README's "API releases" section names every release and what each later one adds. */
-describe('README: API releases', () => {
-  const readme = readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
-  const start = readme.indexOf('\n### API releases');
-  const section = readme.slice(start, readme.indexOf('\n#', start + 1));
+/** docs/api.md's "API releases" section names every release and what each later one adds. */
+describe('docs/api.md: API releases', () => {
+  const page = readFileSync(path.join(__dirname, '..', '..', 'docs', 'api.md'), 'utf8');
+  const start = page.indexOf('\n## API releases');
+  const section = page.slice(start, page.indexOf('\n#', start + 1));
 
   it('has the section and names every release', () => {
     expect(start).toBeGreaterThan(0);
