@@ -17,6 +17,7 @@ import { PgTransport } from './bus/pg-transport';
 import { RedisTransport } from './bus/redis-transport';
 import { buildGatewaySchema } from './graphql/schema';
 import { createHttpServer, HttpServer } from './http/server';
+import { mountRest } from './rest';
 import { Jobs } from './jobs/jobs';
 import { createLogger, Logger } from './log';
 import { Metrics } from './metrics';
@@ -176,6 +177,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         shutdownGraceMs: config.shutdownGraceMs,
         billing: services.billing,
         selfUrl: () => url,
+        mount: (app, tools) => mountRest(app, { schema, log, ...tools }),
         sessions: { clock, events: bus, liveTokens: (ids) => accounts.liveTokenIds(ids) },
         ready: {
           database: async () => (await db.query('SELECT 1')).length === 1,

@@ -14,15 +14,12 @@ import { formatError, knownFailure, logUnexpected } from '../graphql/errors';
 import { Logger, requestScope } from '../log';
 import { Metrics } from '../metrics';
 import { requestIdPlugin, withRequestId } from '../graphql/request-id';
-import { registerRest } from '../rest/adapter';
 import { ERROR_HTTP, errorHeaders, sendProblem } from './problems';
 import { GRAPHQL_PATH, sendRefusal } from './responses';
 import { BillingService } from '../modules/billing/billing.service';
 import { registerBilling } from './billing';
-import { registerOpenApi } from './openapi';
 import { registerExplorer } from './explorer';
 import { OperationGuard, OperationLimits } from '../graphql/limits';
-import { routes } from '../rest/routes';
 import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
 import { OperationRequest } from '../graphql/limits';
 import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
@@ -47,6 +44,11 @@ export interface HttpDeps {
   limits: HttpLimits;
   /** How long close() lets in-flight requests finish before it cuts their connections. */
   shutdownGraceMs: number;
+  /**
+   * Plugs more routes in (the REST layer, from app.ts), given what they need of this server: the
+   * operation limits and the HTTP authentication (rate limits per account included).
+   */
+  mount?(app: FastifyInstance, tools: { guard: OperationGuard; authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Context> }): void;
   /** What graphql-ws connections need to close when their token stops working. */
   sessions: { clock: Clock; events: EventTarget; liveTokens(ids: string[]): Promise<Set<string>> };
 }
@@ -144,8 +146,6 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     },
   });
   const guard = new OperationGuard(deps.schema, deps.limits.operations);
-  // The REST layer's own operations must fit the limits too: a configuration that breaks one stops the start.
-  for (const route of routes) guard.assertWithin(`REST ${route.method} ${route.path}`, route.operation);
   const limiter = new RateLimiter({ ...deps.limits.rateLimit, log: deps.log });
   await limiter.start();
 
@@ -250,8 +250,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     },
   });
 
-  registerRest(app, { ...deps, authenticate: authenticateHttp });
-  registerOpenApi(app, deps); // GET /openapi.json and /docs, public
+  deps.mount?.(app, { guard, authenticate: authenticateHttp });
   await registerBilling(app, deps);
 
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });

@@ -1,13 +1,13 @@
 import { FastifyInstance } from 'fastify';
 import { GraphQLSchema } from 'graphql';
-import { buildOpenApi, JsonSchema, OpenApiDocument, OpenApiOperation } from '../rest/openapi';
+import { buildOpenApi, JsonSchema, OpenApiDocument, OpenApiOperation } from './openapi';
 
 /**
  * GET /openapi.json (the REST layer's OpenAPI 3.1 document) and GET /docs (a reference page
  * rendered from it on the server: no script, nothing loaded from anywhere). Both are public.
  * Built once at start, so a route row the generator cannot describe fails the start.
  */
-export function registerOpenApi(app: FastifyInstance, deps: { schema: GraphQLSchema }): void {
+export function registerReference(app: FastifyInstance, deps: { schema: GraphQLSchema }): void {
   const doc = buildOpenApi(deps.schema);
   const json = JSON.stringify(doc);
   const html = renderReference(doc);
