@@ -9,6 +9,12 @@ import { LogType } from './log-line.entity';
 import { RunnerEvent } from './deployments.topics';
 import { LogWriter } from './log-writer';
 import { InFlight } from '../../in-flight';
+import { RowLease } from '../../db/lease';
+
+/** A build's claim: the gateway building it renews it; a lapsed one is resumed by another. */
+const BUILD_LEASE = new RowLease({ table: 'deployments', until: 'lease_until', scope: "status = 'building'" });
+/** A live egg's runner: the one gateway that runs its current deployment. */
+const RUNNER_LEASE = new RowLease({ table: 'apps', until: 'runner_lease_until', holder: 'runner_id', scope: 'current_deployment_id IS NOT NULL' });
 
 export interface SupervisorHooks {
   /** Loads what a build or run needs: the egg's slug and the decrypted env. */
@@ -117,13 +123,7 @@ export class BuildSupervisor {
   async changed(appId: string, restart: string | null = null): Promise<void> {
     if (this.stopped) return;
     const now = this.clock.now();
-    const [claimed]: [unknown[], number] = await this.ds.query(
-      `UPDATE apps SET runner_id = $2, runner_lease_until = $3
-        WHERE id = $1 AND current_deployment_id IS NOT NULL
-          AND (runner_id = $2 OR runner_lease_until IS NULL OR runner_lease_until < $4)
-        RETURNING id`,
-      [appId, this.runnerId, this.leaseFrom(now), now],
-    );
+    const claimed = await RUNNER_LEASE.claim(this.ds, { until: this.leaseFrom(now), now, holder: this.runnerId, ids: [appId] });
     if (claimed.length > 0 || this.running.has(appId)) await this.reconcile(appId, restart);
     else this.pubsub.publish('RUNNERS', { kind: 'changed', from: this.runnerId, appId, restart });
   }
@@ -198,12 +198,7 @@ export class BuildSupervisor {
   async reclaimOrphans(): Promise<number> {
     if (this.stopped) return 0;
     const now = this.clock.now();
-    const [rows]: [Array<{ id: string }>, number] = await this.ds.query(
-      `UPDATE deployments SET lease_until = $1
-        WHERE status = $2 AND (lease_until IS NULL OR lease_until < $3)
-        RETURNING id`,
-      [this.leaseFrom(now), DeploymentStatus.BUILDING, now],
-    );
+    const rows = await BUILD_LEASE.claim(this.ds, { until: this.leaseFrom(now), now });
     if (rows.length === 0) return 0;
     const claimed = await this.ds.getRepository(Deployment).findBy({ id: In(rows.map((r) => r.id)) });
     for (const d of claimed) this.build(d, true);
@@ -218,13 +213,12 @@ export class BuildSupervisor {
     if (this.stopped) return;
     const sentAt = performance.now();
     const now = this.clock.now();
-    const [held]: [Array<{ id: string; current_deployment_id: string }>, number] = await this.ds.query(
-      `UPDATE apps SET runner_id = $1, runner_lease_until = $2
-        WHERE current_deployment_id IS NOT NULL
-          AND (runner_id = $1 OR runner_lease_until IS NULL OR runner_lease_until < $3)
-        RETURNING id, current_deployment_id`,
-      [this.runnerId, this.leaseFrom(now), now],
-    );
+    const held = await RUNNER_LEASE.claim<{ id: string; current_deployment_id: string }>(this.ds, {
+      until: this.leaseFrom(now),
+      now,
+      holder: this.runnerId,
+      returning: 'id, current_deployment_id',
+    });
     this.armFence(sentAt);
     const want = new Map(held.map((r) => [r.id, r.current_deployment_id]));
     const stale = [...this.running].filter(([appId, r]) => want.get(appId) !== r.deploymentId).map(([appId]) => appId);
@@ -271,13 +265,7 @@ export class BuildSupervisor {
   }
 
   private async renewLeases(): Promise<void> {
-    const ids = [...this.builds.keys()];
-    if (ids.length === 0) return;
-    await this.ds.query('UPDATE deployments SET lease_until = $1 WHERE id = ANY($2) AND status = $3', [
-      this.leaseFrom(this.clock.now()),
-      ids,
-      DeploymentStatus.BUILDING,
-    ]);
+    await BUILD_LEASE.renew(this.ds, [...this.builds.keys()], this.leaseFrom(this.clock.now()));
   }
 
   private track(task: () => Promise<void>): void {
@@ -304,20 +292,12 @@ export class BuildSupervisor {
     // Every line of the eggs it ran is stored: the next runner continues their sequences. If the
     // database is unreachable now, the leases lapse instead.
     try {
-      const [released]: [unknown[], number] = await this.ds.query(
-        'UPDATE apps SET runner_id = NULL, runner_lease_until = NULL WHERE runner_id = $1 RETURNING id',
-        [this.runnerId],
-      );
+      const released = await RUNNER_LEASE.release(this.ds, { holder: this.runnerId });
       if (ran > 0 || released.length > 0) this.pubsub.publish('RUNNERS', { kind: 'released', from: this.runnerId });
     } catch (err) {
       this.hooks.onError(err);
     }
     // Release the leases at once, so the next gateway to start resumes these builds.
-    if (interrupted.length > 0) {
-      await this.ds.query('UPDATE deployments SET lease_until = NULL WHERE id = ANY($1) AND status = $2', [
-        interrupted,
-        DeploymentStatus.BUILDING,
-      ]);
-    }
+    await BUILD_LEASE.release(this.ds, { ids: interrupted });
   }
 }

@@ -10,6 +10,10 @@ import { AppsService } from '../apps/apps.service';
 import { Preview, PreviewResource, PreviewResourceKind, PreviewStatus } from './preview.entity';
 import { InFlight } from '../../in-flight';
 import { hostLabel } from '../apps/hosts';
+import { RowLease } from '../../db/lease';
+
+/** A preview build's claim, as a deployment build's (see BuildSupervisor). */
+const PREVIEW_BUILD_LEASE = new RowLease({ table: 'previews', until: 'lease_until', scope: "status = 'building'" });
 
 export const MAX_PREVIEWS_PER_EGG = 3;
 
@@ -170,10 +174,7 @@ export class PreviewsService {
   async reclaimOrphans(): Promise<number> {
     if (this.stopped) return 0;
     const now = this.clock.now();
-    const [rows]: [Array<{ id: string }>] = await this.ds.query(
-      `UPDATE previews SET lease_until = $1 WHERE status = 'building' AND (lease_until IS NULL OR lease_until < $2) RETURNING id`,
-      [new Date(now.getTime() + this.leaseMs), now],
-    );
+    const rows = await PREVIEW_BUILD_LEASE.claim(this.ds, { until: new Date(now.getTime() + this.leaseMs), now });
     if (rows.length === 0) return 0;
     const previews = await this.ds.getRepository(Preview).find({ where: { id: In(rows.map((r) => r.id)) }, relations: { app: true } });
     for (const p of previews) this.build(p, effectiveMemoryMb(p.app!));
@@ -184,10 +185,7 @@ export class PreviewsService {
   private async renewLeases(): Promise<void> {
     const ids = [...this.builds.keys()];
     if (ids.length === 0) return this.stopRenewing();
-    await this.ds.query(`UPDATE previews SET lease_until = $1 WHERE id = ANY($2) AND status = 'building'`, [
-      new Date(this.clock.now().getTime() + this.leaseMs),
-      ids,
-    ]);
+    await PREVIEW_BUILD_LEASE.renew(this.ds, ids, new Date(this.clock.now().getTime() + this.leaseMs));
   }
 
   private stopRenewing(): void {
@@ -201,8 +199,6 @@ export class PreviewsService {
     const interrupted = [...this.builds.keys()];
     for (const abort of this.builds.values()) abort.abort();
     await this.tasks.settled();
-    if (interrupted.length) {
-      await this.ds.query(`UPDATE previews SET lease_until = NULL WHERE id = ANY($1) AND status = 'building'`, [interrupted]);
-    }
+    await PREVIEW_BUILD_LEASE.release(this.ds, { ids: interrupted });
   }
 }
