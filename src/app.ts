@@ -144,6 +144,12 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })
           : new PgTransport(ds, { url: dbUrl, channel, onError: busError, connectTimeoutMs: config.dbConnectTimeoutMs }),
       );
+      // Webhook deliveries due soon: once pg-boss runs, through its queue (any gateway's worker
+      // sends); without pg-boss, in this process if it delivers at all.
+      const wakeWebhooks = (delayMs = 0): void => {
+        if (jobs) void jobs.send('webhooks-deliver', delayMs).catch(onError);
+        else if (config.webhooks.worker && !config.jobs) setTimeout(() => void services?.webhooks.deliverDue().catch(onError), delayMs).unref();
+      };
       const runtime = opts.runtime
         ? opts.runtime(ds)
         : new SimulatedRuntime(ds, { buildMs: config.simBuildMs, runtimeLogMs: config.simRuntimeLogMs, sleepAfterMs: config.simSleepAfterMs, commandMs: config.simCommandMs });
@@ -161,7 +167,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         baseUrl,
         crons: { missedAfterMs: config.cronMissedAfterMs, runTimeoutMs: config.cronRunTimeoutMs },
         limits: config.limits,
-        webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined },
+        webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined, wake: wakeWebhooks },
         onError,
         metrics,
         leaseMs: config.leaseMs,
@@ -198,11 +204,6 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       });
       await services.deployments.start();
       await services.previews.reclaimOrphans();
-      if (config.webhooks.worker && !config.jobs) {
-        // Without pg-boss this gateway delivers in-process.
-        const webhooks = services.webhooks;
-        webhooks.wake = (delayMs = 0) => void setTimeout(() => void webhooks.deliverDue().catch(onError), delayMs).unref();
-      }
       services.crons.start(config.cronTickMs);
       if (config.jobs) {
         jobs = new Jobs(dbUrl, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs });
@@ -218,8 +219,6 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
             ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }]
             : []),
         ]);
-        const queue = jobs;
-        webhooks.wake = (delayMs = 0) => void queue.send('webhooks-deliver', delayMs).catch(onError);
       }
       if (config.webhooks.worker) services.webhooks.wake(); // what a crashed gateway left in the outbox
       await http.app.listen({ port, host: config.host });

@@ -45,7 +45,7 @@ export interface ServiceDeps {
   baseUrl: () => string;
   crons: { missedAfterMs: number; runTimeoutMs: number };
   limits: { tokensPerAccount: number; eggsPerAccount: number; cronsPerEgg: number };
-  webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer };
+  webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer; wake?: (delayMs?: number) => void };
   onError: (err: unknown) => void;
   metrics?: Metrics;
   /** How long a claim on a build or a running egg lasts unless renewed. */

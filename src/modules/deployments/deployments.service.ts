@@ -1,8 +1,7 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { ENV_NAME_RULE, isEnvName } from '../../client/env-names';
 import { Clock } from '../../clock';
 import { AfterCommit, inTransaction } from '../../db/transaction';
-import { FieldError, NotFound, ValidationFailed } from '../../errors';
+import { NotFound, ValidationFailed } from '../../errors';
 import type { Actor } from '../accounts/actor';
 import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../db/paging';
 import { entityRows } from '../../db/rows';
@@ -17,20 +16,19 @@ import { AppsService, VISIBLE_APP_IDS, visibleAppIds } from '../apps/apps.servic
 import { VolumesService } from '../volumes/volumes.service';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import { Deployment, DeploymentStatus } from './deployment.entity';
-import { DeploymentEvent, deploymentFromJson, deploymentToJson } from './deployments.topics';
+import { DeploymentEvent } from './deployments.topics';
 import { BuildSupervisor } from './deployments.supervisor';
-import { IdempotencyKey } from './idempotency-key.entity';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
+import { validateEnv } from './deploy-env';
+import { checkIdempotencyKey, claimIdempotencyKey, recordIdempotentResponse } from './idempotency';
+import { logBatchStream, statusStream } from './log-stream';
 import { deploymentSuffix, hostUrl } from '../apps/hosts';
 import { AccessEvent } from '../accounts/access.topics';
 
 
 /** Filters and page of a deployment list. */
 type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
-const MAX_ENV_VARS = 200;
-const MAX_ENV_VALUE = 32 * 1024;
-const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 export const LOG_PAGE_MAX = 1000;
 export const LOG_PAGE_DEFAULT = 100;
 const REPLAY_BATCH = 500;
@@ -100,27 +98,19 @@ export class DeploymentsService {
   }
 
   async deploy(actor: Actor, input: DeployInput, idempotencyKey?: string | null): Promise<Deployment> {
-    const env = this.validateEnv(input.env);
-    if (idempotencyKey !== undefined && idempotencyKey !== null && (idempotencyKey.length < 1 || idempotencyKey.length > 255)) {
-      throw ValidationFailed.field('idempotencyKey', 'must be 1 to 255 characters');
-    }
+    const env = validateEnv(input.env);
+    checkIdempotencyKey(idempotencyKey);
     const app = await this.deps.apps.getVisible(actor, input.project);
     const digest = this.deps.box.digest(JSON.stringify([app.id, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))]));
 
     const { deployment, created } = await inTransaction(this.ds, async (tx, afterCommit) => {
       const now = this.clock.now();
       if (idempotencyKey) {
-        const replay = await this.claimIdempotencyKey(tx, actor.user.id, idempotencyKey, digest, now);
+        const replay = await claimIdempotencyKey(tx, actor.user.id, idempotencyKey, digest, now);
         if (replay) return { deployment: replay, created: false };
       }
       const deployment = await this.insertDeployment(tx, app, actor.user.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
-      if (idempotencyKey) {
-        await tx.query('UPDATE idempotency_keys SET response = $1 WHERE user_id = $2 AND key = $3', [
-          JSON.stringify(deploymentToJson(deployment)),
-          actor.user.id,
-          idempotencyKey,
-        ]);
-      }
+      if (idempotencyKey) await recordIdempotentResponse(tx, actor.user.id, idempotencyKey, deployment);
       await this.announce(tx, afterCommit, deployment, app.slug);
       return { deployment, created: true };
     });
@@ -219,44 +209,6 @@ export class DeploymentsService {
     });
   }
 
-  /**
-   * Takes the key for this request, or returns the first response made under it. A concurrent
-   * request with the same key waits on the row until the first one commits.
-   */
-  private async claimIdempotencyKey(tx: EntityManager, userId: string, key: string, digest: string, now: Date): Promise<Deployment | null> {
-    await tx.query('DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < $3', [
-      userId,
-      key,
-      new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
-    ]);
-    const inserted = await tx.query(
-      `INSERT INTO idempotency_keys (user_id, key, request_digest, response, created_at)
-       VALUES ($1, $2, $3, '{}', $4) ON CONFLICT DO NOTHING RETURNING key`,
-      [userId, key, digest, now],
-    );
-    if (inserted.length > 0) return null;
-    const existing = await tx.getRepository(IdempotencyKey).findOneByOrFail({ userId, key });
-    if (existing.requestDigest !== digest) {
-      throw ValidationFailed.field('idempotencyKey', 'was already used with a different request body');
-    }
-    return deploymentFromJson(existing.response);
-  }
-
-  private validateEnv(env: Record<string, unknown> | null | undefined): Record<string, string> {
-    if (env === null || env === undefined) return {};
-    if (typeof env !== 'object' || Array.isArray(env)) throw ValidationFailed.field('env', 'must be an object of names to string values');
-    const errors: FieldError[] = [];
-    const entries = Object.entries(env);
-    if (entries.length > MAX_ENV_VARS) errors.push({ field: 'env', message: `at most ${MAX_ENV_VARS} variables` });
-    for (const [k, v] of entries) {
-      if (!isEnvName(k)) errors.push({ field: `env.${k}`, message: `name ${ENV_NAME_RULE}` });
-      else if (typeof v !== 'string') errors.push({ field: `env.${k}`, message: 'value must be a string' });
-      else if (v.length > MAX_ENV_VALUE) errors.push({ field: `env.${k}`, message: `value must be at most ${MAX_ENV_VALUE} characters` });
-    }
-    if (errors.length) throw new ValidationFailed(errors);
-    return env as Record<string, string>;
-  }
-
   async get(actor: Actor, id: string): Promise<Deployment> {
     const d = await this.ds
       .getRepository(Deployment)
@@ -305,7 +257,6 @@ export class DeploymentsService {
   }
 
   async logs(actor: Actor, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
-    actor.user;
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
     const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
     const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
@@ -366,42 +317,11 @@ export class DeploymentsService {
 
   /** The current state at once, then every change; ends when the deployment is deleted. */
   async watchStatus(actor: Actor, id: string): Promise<AsyncIterable<Deployment>> {
-    const { events, deployment: current } = await this.listenThenGet(actor, id);
-    const stillVisible = () => this.stillVisible(actor, id);
-    const stream = (async function* () {
-      try {
-        let last = current;
-        yield current;
-        for (;;) {
-          const { value, done } = await events.next();
-          if (done || value.kind === 'deleted') return;
-          if (value.kind === 'access') {
-            if (!(await stillVisible())) return;
-            continue;
-          }
-          if (value.kind === 'resync') {
-            // Changes may have been missed: the row says where it stands.
-            const now = await stillVisible();
-            if (!now) return;
-            if (now.revision <= last.revision) continue;
-            last = now;
-            yield last;
-            continue;
-          }
-          if (value.kind !== 'status' || value.deployment.revision <= last.revision) continue;
-          last = value.deployment;
-          yield last;
-        }
-      } finally {
-        await events.close();
-      }
-    })();
-    return endWithConsumer(stream, events);
+    const { events, deployment } = await this.listenThenGet(actor, id);
+    return endWithConsumer(statusStream(deployment, { events, check: () => this.stillVisible(actor, id) }), events);
   }
 
-  /**
-   * Stored lines after `since`, then live ones, one line at a time (see `watchLogBatches`).
-   */
+  /** Stored lines after `since`, then live ones, one line at a time (see `watchLogBatches`). */
   async watchLogs(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
     const batches = await this.watchLogBatches(actor, id, type, since);
     const lines = (async function* () {
@@ -410,73 +330,19 @@ export class DeploymentsService {
     return endWithConsumer(lines, { close: async () => void (await batches.return?.()) });
   }
 
-  /**
-   * Stored lines after `since`, then live ones, in batches: a page of storage, or the lines stored
-   * together by one flush. We listen before reading storage and drop live lines at or below the
-   * last replayed sequence, so nothing is lost or repeated at the seam. A BUILD stream ends with
-   * the build: every build line is stored before the status changes. A live batch that nothing
-   * filters out is yielded as the very array every subscriber got, so their executions can be
-   * shared (see `sharedSubscribe`).
-   */
+  /** Stored lines after `since`, then live ones, in batches (see `logBatchStream`). */
   async watchLogBatches(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
     // A subscriber may fall behind by so many lines, however they are batched.
     const { events, deployment } = await this.listenThenGet(actor, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
-    const stillVisible = () => this.stillVisible(actor, id);
-    const read = (afterSeq: number) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH);
-    const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
-    const stream = (async function* () {
-      try {
-        const buildOver = deployment.status !== DeploymentStatus.BUILDING;
-        let lastSeq = 0;
-        /** Stored lines after the last one streamed and before `before`, a page per batch. */
-        const stored = async function* (before = Infinity) {
-          for (let more = true; more; ) {
-            const page = await read(lastSeq);
-            more = page.length === REPLAY_BATCH;
-            const kept = page.filter((line) => line.seq < before);
-            if (kept.length < page.length) more = false;
-            if (kept.length === 0) return;
-            lastSeq = kept[kept.length - 1].seq;
-            yield kept;
-          }
-        };
-        yield* stored();
-        if (type === LogType.BUILD && buildOver) return;
-        for (;;) {
-          const { value, done } = await events.next();
-          if (done || value.kind === 'deleted') return;
-          if (value.kind === 'access') {
-            if (!(await stillVisible())) return;
-            continue;
-          }
-          if (value.kind === 'resync') {
-            // Events may have been missed: lines are in storage, the end of the build in the row.
-            const now = await stillVisible();
-            if (now) yield* stored();
-            if (!now || (type === LogType.BUILD && now.status !== DeploymentStatus.BUILDING)) return;
-            continue;
-          }
-          if (value.kind === 'status') {
-            if (type === LogType.BUILD && value.deployment.status !== DeploymentStatus.BUILDING) return;
-            continue;
-          }
-          // The lines themselves come as `lines` events, on every gateway with subscribers.
-          if (value.kind === 'stored') continue;
-          const lines = value.lines;
-          const first = lines.findIndex((line) => line.seq > lastSeq);
-          if (first < 0) continue;
-          // Lines missed on the way from another gateway (overtaken, or sent while this one's bus
-          // was reconnecting) are stored already: their writer stores before it publishes.
-          if (lines[first].seq > lastSeq + 1) yield* stored(lines[first].seq);
-          const fresh = first === 0 ? lines : lines.slice(first);
-          lastSeq = fresh[fresh.length - 1].seq;
-          const kept = fresh.every(wanted) ? fresh : fresh.filter(wanted);
-          if (kept.length) yield kept;
-        }
-      } finally {
-        await events.close();
-      }
-    })();
+    const stream = logBatchStream({
+      events,
+      check: () => this.stillVisible(actor, id),
+      read: (afterSeq) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH),
+      pageSize: REPLAY_BATCH,
+      type,
+      since,
+      buildOver: deployment.status !== DeploymentStatus.BUILDING,
+    });
     return endWithConsumer(stream, events);
   }
 

@@ -28,6 +28,8 @@ export interface WebhooksOptions {
   leaseMarginMs?: number;
   onError: (err: unknown) => void;
   metrics?: Metrics;
+  /** Asks for `deliverDue` to run soon, on this gateway or another (the app decides how). */
+  wake?: (delayMs?: number) => void;
 }
 
 export interface TestResult {
@@ -43,8 +45,6 @@ export interface TestResult {
  * is due, claimed under a lease, retrying on the configured schedule.
  */
 export class WebhooksService {
-  /** Asks for `deliverDue` to run soon, on this gateway or another (set by the app). */
-  wake: (delayMs?: number) => void = () => undefined;
   private readonly running = new InFlight();
   private stopped = false;
 
@@ -57,6 +57,11 @@ export class WebhooksService {
     private readonly sender: WebhookSender,
     private readonly opts: WebhooksOptions,
   ) {}
+
+  /** Asks for `deliverDue` to run soon, on this gateway or another. */
+  wake(delayMs = 0): void {
+    this.opts.wake?.(delayMs);
+  }
 
   async create(actor: Actor, slug: string, input: { url: string; events: string[] }): Promise<{ webhook: Webhook; secret: string }> {
     const app = await this.apps.getVisible(actor, slug);
