@@ -59,10 +59,26 @@ module.exports = {
       from: { path: '^src/(errors|clock|ids|log|timeout|secrets|in-flight)\\.ts$' },
       to: { path: '^src/[^/]+/' },
     },
+    {
+      name: 'declared-packages',
+      comment: 'Every package the code imports is declared in package.json (not merely installed by another).',
+      severity: 'error',
+      from: {},
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'] },
+    },
+    {
+      name: 'no-dev-dependencies-at-run-time',
+      comment: 'The gateway runs without dev dependencies (the Docker image prunes them): src/ imports them for types only.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
   ],
   options: {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
+    // Packages as Node and TypeScript resolve them: subpath exports (graphql-ws/use/ws), types-only packages.
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['require', 'import', 'node', 'types', 'default'], mainFields: ['main', 'types', 'typings'] },
   },
 };

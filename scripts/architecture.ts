@@ -1,10 +1,11 @@
 /**
  * `npm run architecture [-- <root>]`: the import rules of `.dependency-cruiser.cjs` (no file
- * circles, services free of GraphQL and transports, lower layers free of upper ones), and no
- * circle between folders either. Exits 1 naming every violation. `<root>` (default: this
+ * circles, services free of GraphQL and transports, lower layers free of upper ones, every package
+ * declared) over src/, test/, bench/ and scripts/, and no circle between folders of src/ either. Exits 1 naming every violation. `<root>` (default: this
  * repository) must hold a `src/`; tests point it at planted trees.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 interface Cruised {
@@ -17,7 +18,8 @@ const root = path.resolve(process.argv[2] ?? repo);
 
 function cruise(): Cruised {
   const bin = path.join(repo, 'node_modules', '.bin', 'depcruise');
-  const args = ['src', '--config', path.join(repo, '.dependency-cruiser.cjs'), '--output-type', 'json'];
+  const dirs = ['src', 'test', 'bench', 'scripts'].filter((d) => existsSync(path.join(root, d)));
+  const args = [...dirs, '--config', path.join(repo, '.dependency-cruiser.cjs'), '--output-type', 'json'];
   try {
     return JSON.parse(execFileSync(bin, args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] }));
   } catch (err) {

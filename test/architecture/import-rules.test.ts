@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -21,13 +21,20 @@ function check(root?: string): Promise<{ code: number; out: string }> {
   });
 }
 
-/** A tree with these files (path → its imports), every file exporting one constant. */
+/**
+ * A tree with these files (path → its imports: files of the tree, or packages by name), every
+ * file exporting one constant. Its package.json declares graphql, and fast-check as a dev
+ * dependency; node_modules is this repository's.
+ */
 function plant(files: Record<string, string[]>): string {
   const root = mkdtempSync(path.join(tmpdir(), 'hatchery-arch-'));
   writeFileSync(path.join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'node20', moduleResolution: 'node16', strict: true } }));
+  writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'planted', dependencies: { graphql: '*' }, devDependencies: { 'fast-check': '*' } }));
+  symlinkSync(path.join(repo, 'node_modules'), path.join(root, 'node_modules'));
   for (const [file, imports] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     const lines = imports.map((to, i) => {
+      if (!to.startsWith('src/')) return `import * as x${i} from '${to}';`;
       let spec = path.relative(path.dirname(file), to).replace(/\.ts$/, '');
       if (!spec.startsWith('.')) spec = `./${spec}`;
       return `import { x as x${i} } from '${spec}';`;
@@ -40,7 +47,7 @@ function plant(files: Record<string, string[]>): string {
 /** A small tree that keeps every rule. */
 const CLEAN: Record<string, string[]> = {
   'src/errors.ts': [],
-  'src/db/paging.ts': ['src/errors.ts'],
+  'src/db/paging.ts': ['src/errors.ts', 'graphql'],
   'src/bus/pubsub.ts': ['src/errors.ts'],
   'src/modules/apps/app.entity.ts': [],
   'src/modules/apps/apps.service.ts': ['src/modules/apps/app.entity.ts', 'src/db/paging.ts', 'src/bus/pubsub.ts'],
@@ -82,6 +89,8 @@ describe('the import rules (npm run check)', () => {
     ['db/ importing a domain', { 'src/db/paging.ts': ['src/modules/apps/app.entity.ts'] }, /infrastructure-below-domains: src\/db\/paging\.ts/],
     ['graphql/ importing rest/', { 'src/graphql/schema.ts': ['src/modules/index.ts', 'src/rest/adapter.ts'] }, /graphql-below-transports: src\/graphql\/schema\.ts/],
     ['a leaf importing a folder', { 'src/errors.ts': ['src/db/paging.ts'] }, /leaves-stay-leaves: src\/errors\.ts/],
+    ['a package nobody declared', { 'src/db/paging.ts': ['src/errors.ts', 'ws'] }, /declared-packages: src\/db\/paging\.ts → .*node_modules\/ws\//],
+    ['a dev dependency imported at run time', { 'src/db/paging.ts': ['src/errors.ts', 'fast-check'] }, /no-dev-dependencies-at-run-time: src\/db\/paging\.ts → .*node_modules\/fast-check\//],
     ['two folders importing each other (no file circle)', { 'src/http/server.ts': ['src/http/problems.ts', 'src/graphql/schema.ts', 'src/rest/adapter.ts'] }, /folders import each other: http, rest/],
   ] as Array<[string, Record<string, string[]>, RegExp]>)('%s fails the check, naming it', async (_what, extra, named) => {
     const res = await run(extra);
