@@ -86,7 +86,7 @@ function startLoad(mode: 'http' | 'subscribe', spec: unknown): Child {
   const waiters: Array<() => void> = [];
   let exited: number | null = null;
   const wake = () => waiters.splice(0).forEach((w) => w());
-  readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+  readline.createInterface({ input: proc.stdout }).on('line', (line) => {
     try {
       queue.push(JSON.parse(line));
     } catch {
@@ -120,7 +120,7 @@ function startLoad(mode: 'http' | 'subscribe', spec: unknown): Child {
       }
     },
     send(obj) {
-      proc.stdin!.write(JSON.stringify(obj) + '\n');
+      proc.stdin.write(JSON.stringify(obj) + '\n');
     },
     async stop() {
       if (exited === null) proc.kill('SIGTERM');
@@ -589,7 +589,7 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
     goal: 'all (= 1)',
     met: gw.delivered === gw.expectedTotal,
   });
-  const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / (r.deliverySpanMs as number)) * 1000 : 0);
+  const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / (r.deliverySpanMs)) * 1000 : 0);
   rows.push({
     measure: 'Live logs: lines/s delivered (all subscribers)',
     gateway: Math.round(perSecond(gw)),

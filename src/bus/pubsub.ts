@@ -21,7 +21,7 @@ export type PubSub<T extends TopicMap> = YogaPubSub<T> & {
 export function createPubSub<T extends TopicMap>(target: EventTarget = new EventTarget(), maxPending = 10_000): PubSub<T> {
   // Many subscribers on one deployment are normal, not a leak.
   setMaxListeners(0, target);
-  return Object.assign(createYogaPubSub<T>({ eventTarget: target as never }), { target, maxPending });
+  return Object.assign(createYogaPubSub<T>({ eventTarget: target }), { target, maxPending });
 }
 
 /**

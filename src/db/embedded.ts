@@ -207,7 +207,7 @@ function clusterDir(ids: Ids, dataDir: string, home: string, log: (msg: string) 
   writeFileSync(path.join(folder, 'data-dir'), real + '\n');
   const pgDir = path.join(folder, 'pg');
   mkdirSync(pgDir, { mode: 0o700 });
-  chownSync(pgDir, ids.uid!, ids.gid!);
+  chownSync(pgDir, ids.uid, ids.gid);
   try {
     writeFileSync(pointer, pgDir + '\n', { flag: 'wx' });
   } catch {

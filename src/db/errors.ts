@@ -30,9 +30,9 @@ function* chain(err: unknown): Generator<{ code?: unknown; message?: unknown }> 
   let e = err;
   while (e && typeof e === 'object' && !seen.has(e)) {
     seen.add(e);
-    yield e as { code?: unknown; message?: unknown };
+    yield e;
     const driver = (e as { driverError?: unknown }).driverError;
-    if (driver && typeof driver === 'object' && !seen.has(driver)) yield driver as { code?: unknown; message?: unknown };
+    if (driver && typeof driver === 'object' && !seen.has(driver)) yield driver;
     e = (e as { cause?: unknown }).cause;
   }
 }

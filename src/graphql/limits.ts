@@ -69,7 +69,7 @@ export function pageComplexity(fallback = DEFAULT_PAGE, max = MAX_PAGE) {
 /** With `worstCase`, an absent `first` counts as its maximum (REST operations, checked once). */
 function estimators(worstCase: boolean): ComplexityEstimator[] {
   const extension: ComplexityEstimator = ({ field, args, childComplexity, ...rest }) => {
-    const complexity = field.extensions?.complexity as unknown;
+    const complexity = field.extensions?.complexity;
     if (typeof complexity === 'number') return complexity + childComplexity;
     if (typeof complexity !== 'function') return undefined;
     if (worstCase && args.first === undefined) return complexity({ ...rest, field, args: { ...args, first: Number.MAX_SAFE_INTEGER }, childComplexity });
@@ -129,7 +129,7 @@ function placeholders(schema: GraphQLSchema, operation: OperationDefinitionNode)
           .map((f) => [f.name, sample(f.type)]),
       );
     }
-    const scalar = type as GraphQLScalarType;
+    const scalar = type;
     return ['x', 1, true, {}, '2026-01-01T00:00:00.000Z'].find((v) => {
       try {
         return scalar.parseValue(v) !== undefined;
@@ -220,7 +220,7 @@ export class OperationGuard {
     if (coerced.errors) return null;
     const single: DocumentNode = {
       ...document,
-      definitions: document.definitions.filter((d) => d.kind !== 'OperationDefinition' || d === (operation as OperationDefinitionNode)),
+      definitions: document.definitions.filter((d) => d.kind !== 'OperationDefinition' || d === (operation)),
     };
     try {
       return getComplexity({ schema: this.schema, query: single, variables, estimators: estimators(worstCase), maxQueryNodes: MAX_COST_NODES });

@@ -29,7 +29,7 @@ export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncGenerat
   const results = new WeakMap<object, Map<string, Result>>();
   return async (args) => {
     const source = await createSourceEventStream(args);
-    if (!isAsyncIterable(source)) return source as ExecutionResult;
+    if (!isAsyncIterable(source)) return source;
     const key = audience(args);
     const run = (payload: unknown): Result => {
       if (key === null || typeof payload !== 'object' || payload === null) return execute({ ...args, rootValue: payload });

@@ -28,7 +28,7 @@ function operationOf(req: FastifyRequest): OperationRequest | null {
   if (variables !== undefined && variables !== null && !isObject(variables)) return null;
   return {
     query: source.query,
-    variables: (variables ?? null) as Record<string, unknown> | null,
+    variables: (variables ?? null),
     operationName: typeof source.operationName === 'string' ? source.operationName : null,
   };
 }

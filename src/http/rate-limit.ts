@@ -214,7 +214,7 @@ function exempt(req: FastifyRequest): boolean {
   if (route === undefined) return false;
   if (EXEMPT.has(route) || route.startsWith(`${GRAPHQL_PATH}/explorer/`)) return true;
   // GET /graphql without a query is the explorer page (or a 400): nothing runs.
-  return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}) as object, 'query');
+  return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}), 'query');
 }
 
 /** The domain error of an account over its limit: 429 with the verdict's headers. */

@@ -127,7 +127,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const trust = trustFunction(deps.limits.trustProxy);
   const app = Fastify({
     trustProxy: trust,
-    loggerInstance: deps.log as FastifyBaseLogger,
+    loggerInstance: deps.log,
     genReqId: () => requestId(),
     requestIdHeader: false,
     bodyLimit: deps.limits.bodyLimitBytes,

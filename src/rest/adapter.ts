@@ -65,7 +65,7 @@ export function registerRest(
         contexts.set(req, await deps.authenticate(req, reply));
       },
       handler: async (req, reply) => {
-        const body = req.body as unknown;
+        const body = req.body;
         if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
           return sendProblem(reply, 'BAD_REQUEST', 'The request body must be a JSON object');
         }

@@ -86,7 +86,7 @@ const printSelection = (selection: Selection): string =>
 function presentValue(spec: FieldSpec, value: unknown): unknown {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value)) return value.map((v) => presentValue(spec, v));
-  if (spec.resource) return spec.resource.present(value as Data);
+  if (spec.resource) return spec.resource.present(value);
   if (spec.enum && typeof value === 'string') return value.toLowerCase();
   return value;
 }

@@ -132,7 +132,7 @@ export class SchemaView {
   outputSchema(type: GraphQLOutputType, object?: JsonSchema): JsonSchema {
     if (isNonNullType(type)) return this.outputSchema(type.ofType, object);
     if (isListType(type)) {
-      const item = type.ofType as GraphQLOutputType;
+      const item = type.ofType;
       return { type: 'array', items: isNonNullType(item) ? this.outputSchema(item, object) : nullable(this.outputSchema(item, object)) };
     }
     if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((v) => v.name.toLowerCase()) };
@@ -148,13 +148,13 @@ export class SchemaView {
   inputSchema(type: GraphQLInputType, where: 'body' | 'param'): JsonSchema {
     if (type instanceof GraphQLNonNull) return this.inputSchema(type.ofType, where);
     if (type instanceof GraphQLList) {
-      const item = type.ofType as GraphQLInputType;
+      const item = type.ofType;
       return { type: 'array', items: isNonNullType(item) ? this.inputSchema(item, where) : nullable(this.inputSchema(item, where)) };
     }
     if (type instanceof GraphQLEnumType) {
       return { type: 'string', enum: type.getValues().map((v) => (where === 'param' ? v.name.toLowerCase() : v.name)) };
     }
     if (type instanceof GraphQLInputObjectType) throw new Error(`OpenAPI: input object ${type.name} cannot be a parameter`);
-    return this.scalar(type as GraphQLScalarType);
+    return this.scalar(type);
   }
 }

@@ -66,7 +66,7 @@ describe('body size limits', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(res.status).toBe(413);
     const text = await res.text();
     checkRestResponse('POST', '/deploy', res.status, res.headers, text, JSON.parse(text));

@@ -59,7 +59,7 @@ function fakeStripe() {
     });
   });
   return {
-    server: server as Server,
+    server: server,
     requests,
     state,
     start: (): Promise<string> =>

@@ -33,7 +33,7 @@ function ok(r: CliResult): CliResult {
 describe('hatch CLI (end to end against a running gateway)', () => {
   let t: TestGateway;
   let receiver: Receiver;
-  let dirs: string[] = [];
+  const dirs: string[] = [];
 
   beforeAll(async () => {
     receiver = await Receiver.start();

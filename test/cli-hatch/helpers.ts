@@ -115,7 +115,7 @@ export async function stopAllClis(): Promise<void> {
 export function parseTable(text: string): Array<Record<string, string>> {
   const lines = text.split('\n').filter((l) => l.length > 0);
   const header = lines[0];
-  const columns = [...header.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], start: m.index! }));
+  const columns = [...header.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], start: m.index }));
   return lines.slice(1).map((line) => {
     const row: Record<string, string> = {};
     columns.forEach((col, i) => {

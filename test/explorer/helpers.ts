@@ -83,7 +83,7 @@ export async function offlineContext(browser: Browser, origin: string): Promise<
 /** Types an operation into GraphiQL's query editor (CodeMirror) and runs it with the play button. */
 export async function run(page: Page, operation: string): Promise<void> {
   await page.evaluate((text) => {
-    const editor = document.querySelector('.graphiql-query-editor .CodeMirror') as unknown as { CodeMirror: { setValue(v: string): void } };
+    const editor = document.querySelector('.graphiql-query-editor .CodeMirror') as { CodeMirror: { setValue(v: string): void } };
     editor.CodeMirror.setValue(text);
   }, operation);
   await page.click('button.graphiql-execute-button');
@@ -93,13 +93,13 @@ export async function run(page: Page, operation: string): Promise<void> {
 export async function waitForResponse(page: Page, needle: string): Promise<string> {
   const pane = () =>
     page.evaluate(() => {
-      const editor = document.querySelector('.graphiql-response .CodeMirror') as unknown as { CodeMirror: { getValue(): string } } | null;
+      const editor = document.querySelector('.graphiql-response .CodeMirror') as { CodeMirror: { getValue(): string } } | null;
       return editor ? editor.CodeMirror.getValue() : '';
     });
   try {
     const handle = await page.waitForFunction(
       (n) => {
-        const editor = document.querySelector('.graphiql-response .CodeMirror') as unknown as { CodeMirror: { getValue(): string } } | null;
+        const editor = document.querySelector('.graphiql-response .CodeMirror') as { CodeMirror: { getValue(): string } } | null;
         const text = editor ? editor.CodeMirror.getValue() : '';
         return text.includes(n) ? text : false;
       },

@@ -195,7 +195,7 @@ const nearSince = fc.oneof(
 
 function sinceIsValid(v: unknown): boolean {
   try {
-    const d = DateTimeScalar.parseValue(v) as Date;
+    const d = DateTimeScalar.parseValue(v);
     return d instanceof Date && !Number.isNaN(d.getTime());
   } catch {
     return false;
@@ -388,7 +388,7 @@ function logsExpectation(v: Vars): { expect: Expect; real?: string; type: string
     expect: worst(id.expect, typeOk ? 'accept' : 'refuse', sinceOk ? 'accept' : 'refuse'),
     real: id.real,
     type: typeOk ? ((type as string | null | undefined) ?? null) : null,
-    sinceMs: sinceOk && since ? (DateTimeScalar.parseValue(since) as Date).getTime() : null,
+    sinceMs: sinceOk && since ? (DateTimeScalar.parseValue(since)).getTime() : null,
   };
 }
 
@@ -410,7 +410,7 @@ function hasPoison(v: unknown): boolean {
   if (!v || typeof v !== 'object') return false;
   const o = v as Vars;
   if (own(o, '__proto__')) return true;
-  if (own(o, 'constructor') && o.constructor && typeof o.constructor === 'object' && own(o.constructor as Vars, 'prototype')) return true;
+  if (own(o, 'constructor') && o.constructor && typeof o.constructor === 'object' && own(o.constructor, 'prototype')) return true;
   return Object.values(o).some(hasPoison);
 }
 

@@ -184,7 +184,7 @@ function wrongFor(type: GraphQLInputType): fc.Arbitrary<unknown> {
   }
   if (type instanceof GraphQLEnumType) return fc.oneof(finiteNumbers, fc.boolean(), text.filter((s) => !type.getValue(s)), fc.constant({}));
   const obj = fc.dictionary(text, jsonValue, { minKeys: 1, maxKeys: 2 });
-  switch ((type as GraphQLScalarType).name) {
+  switch ((type).name) {
     case 'String':
       return fc.oneof(finiteNumbers, fc.boolean(), obj, fc.constant([[1]]));
     case 'ID':
@@ -204,7 +204,7 @@ function wrongFor(type: GraphQLInputType): fc.Arbitrary<unknown> {
     case 'JSONObject':
       return fc.oneof(text, finiteNumbers, fc.boolean(), fc.array(jsonValue, { maxLength: 2 }));
     default:
-      throw new Error(`fuzz: no wrong values for scalar ${(type as GraphQLScalarType).name}`);
+      throw new Error(`fuzz: no wrong values for scalar ${(type).name}`);
   }
 }
 
@@ -497,7 +497,7 @@ function typed(type: GraphQLInputType, name: string): fc.Arbitrary<unknown> {
       { requiredKeys: fields.filter((fl) => fl.type instanceof GraphQLNonNull).map((fl) => fl.name) },
     );
   }
-  switch ((type as GraphQLScalarType).name) {
+  switch ((type).name) {
     case 'Int':
       return name === 'first' ? fc.integer({ min: -5, max: 120 }) : numbers.filter((n) => Number.isInteger(n) && Math.abs(n) < 2 ** 31);
     case 'Boolean':
@@ -544,7 +544,7 @@ function gqlCase(op: OperationDefinitionNode): fc.Arbitrary<GqlCase> {
   type Patch = (v: Record<string, unknown>) => void;
   const set = (s: Slot, value: unknown): Patch => (v) => {
     if (s.path.length === 1) v[s.path[0]] = value;
-    else v[s.path[0]] = { ...((v[s.path[0]] as object | null) ?? {}), [s.path[1]]: value };
+    else v[s.path[0]] = { ...((v[s.path[0]]) ?? {}), [s.path[1]]: value };
   };
   const unset = (s: Slot): Patch => (v) => {
     if (s.path.length === 1) delete v[s.path[0]];

@@ -206,10 +206,10 @@ export interface ChildGateway {
 export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<ChildGateway> {
   const proc = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  proc.stderr!.on('data', (c) => (out += c));
+  proc.stderr.on('data', (c) => (out += c));
   const exited = new Promise<number | string | null>((resolve) => proc.once('exit', (code, signal) => resolve(signal ?? code)));
   const url = await new Promise<string>((resolve, reject) => {
-    proc.stdout!.on('data', (c) => {
+    proc.stdout.on('data', (c) => {
       out += c;
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]);

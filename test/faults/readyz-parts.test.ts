@@ -200,7 +200,7 @@ describe('/readyz with the event bus over Redis pub/sub', () => {
     });
     let out = '';
     await new Promise<void>((resolve, reject) => {
-      proc.stdout!.on('data', (c) => {
+      proc.stdout.on('data', (c) => {
         out += c;
         if (out.includes('Ready to accept connections')) resolve();
       });

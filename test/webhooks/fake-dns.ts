@@ -70,7 +70,7 @@ export class FakeDns {
     };
     this.spies = [
       jest.spyOn(dns.promises, 'lookup').mockImplementation(promisesLookup as unknown as typeof dns.promises.lookup),
-      jest.spyOn(dns, 'lookup').mockImplementation(callbackLookup as unknown as typeof dns.lookup),
+      jest.spyOn(dns, 'lookup').mockImplementation(callbackLookup),
     ];
     return this;
   }

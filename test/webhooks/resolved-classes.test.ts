@@ -52,7 +52,7 @@ function expectNoAddress(text: string, addresses: string[]): void {
 
 /** Calls a lookup function the way Node's http client does. */
 function lookupOnce(lookup: LookupFunction, host: string, options: object): Promise<{ err: Error | null; address: unknown }> {
-  return new Promise((resolve) => lookup(host, options as never, (err: NodeJS.ErrnoException | null, address: unknown) => resolve({ err, address })));
+  return new Promise((resolve) => lookup(host, options, (err: NodeJS.ErrnoException | null, address: unknown) => resolve({ err, address })));
 }
 
 describe('host names resolving to refused addresses', () => {

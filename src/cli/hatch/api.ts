@@ -156,7 +156,7 @@ export class HatchApi {
               next: (value) => {
                 if (value.errors?.length) return reject(new ApiError(toServerErrors(value.errors)));
                 if (!value.data) return;
-                const picked = opts.pick(value.data as TData);
+                const picked = opts.pick(value.data);
                 if (picked === null) return;
                 for (const item of Array.isArray(picked) ? (picked as readonly TItem[]) : [picked as TItem]) {
                   if (opts.seq) {

@@ -167,7 +167,7 @@ export class EnergyService {
   /** Operator path: sets the given buckets to exact values. */
   async setBuckets(email: string, values: Partial<Record<EnergyBucket, number>>): Promise<EnergyBalance> {
     for (const [bucket, v] of Object.entries(values)) {
-      if (!Number.isSafeInteger(v) || (v as number) < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
+      if (!Number.isSafeInteger(v) || (v) < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
     }
     return inTransaction(this.ds, async (tx) => {
       const [user] = await tx.query('SELECT id FROM users WHERE email = $1', [canonicalEmail(email)]);

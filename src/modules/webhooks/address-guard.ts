@@ -104,9 +104,9 @@ export class AddressGuard {
       if (isInvalidName(host)) return callback(notFound(host), '', 0);
       dns.lookup(host, { ...options, all: true }, (err, addresses) => {
         if (err) return callback(err, '', 0);
-        const list = addresses as dns.LookupAddress[];
+        const list = addresses;
         if (!exempt && list.some((a) => !isPublicAddress(a.address))) return callback(new ForbiddenTarget(notAllowed(host)), '', 0);
-        if ((options as dns.LookupOptions).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+        if ((options).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
         return callback(null, list[0].address, list[0].family);
       });
     };
