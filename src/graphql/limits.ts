@@ -10,7 +10,6 @@ import {
   getOperationAST,
   GraphQLError,
   GraphQLInputType,
-  GraphQLScalarType,
   GraphQLSchema,
   isEnumType,
   isInputObjectType,

@@ -127,7 +127,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const trust = trustFunction(deps.limits.trustProxy);
   const app = Fastify({
     trustProxy: trust,
-    loggerInstance: deps.log,
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify's instance type takes pino's logger and no longer fits FastifyInstance
+    loggerInstance: deps.log as FastifyBaseLogger,
     genReqId: () => requestId(),
     requestIdHeader: false,
     bodyLimit: deps.limits.bodyLimitBytes,
