@@ -1,4 +1,4 @@
-import { createServer, IncomingMessage, Server } from 'node:http';
+import { createServer, IncomingMessage } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { CreateEnergyPackCheckoutDocument } from '../../src/client/generated';
 import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';

@@ -8,7 +8,6 @@ import {
   GraphQLInputType,
   GraphQLList,
   GraphQLNonNull,
-  GraphQLScalarType,
   OperationDefinitionNode,
   parse,
   print,
