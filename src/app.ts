@@ -186,7 +186,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         mount: (app, tools) => mountRest(app, { schema, log, ...tools }),
         sessions: { clock, events: bus, liveTokens: (ids) => accounts.liveTokenIds(ids) },
         ready: {
-          database: async () => (await db.query('SELECT 1')).length === 1,
+          database: async () => (await db.query<unknown[]>('SELECT 1')).length === 1,
           events: () => bus.connected,
           jobs: () => (config.jobs ? (jobs?.healthy ?? false) : null),
         },

@@ -132,18 +132,19 @@ export class Metrics {
   /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
   apolloPlugin<T extends BaseContext>(): ApolloServerPlugin<T> {
     return {
-      requestDidStart: async () => {
+      requestDidStart: () => {
         const started = performance.now();
-        return {
-          willSendResponse: async (rc) => {
+        return Promise.resolve({
+          willSendResponse: (rc) => {
             const body = rc.response.body;
             const failed = body.kind === 'single' ? Boolean(body.singleResult.errors?.length) : Boolean(rc.errors?.length);
             const operation = this.operationName(rc.operationName ?? rc.request.operationName);
             const type = rc.operation?.operation ?? 'unknown';
             this.graphqlOperations.inc({ operation, type, transport: 'http', outcome: failed ? 'error' : 'success' });
             this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
+            return Promise.resolve();
           },
-        };
+        });
       },
     };
   }
@@ -157,7 +158,7 @@ export class Metrics {
     };
     const starts = (ctx: WsContext) => {
       let m = this.wsStarts.get(ctx.extra);
-      if (!m) this.wsStarts.set(ctx.extra, (m = new Map()));
+      if (!m) this.wsStarts.set(ctx.extra, (m = new Map<string, number>()));
       return m;
     };
     return {

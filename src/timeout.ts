@@ -10,6 +10,7 @@ export function within<T, F>(promise: Promise<T>, ms: number, late: () => F): Pr
       try {
         resolve(late());
       } catch (err) {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what `late` threw, passed on as it is
         reject(err);
       }
     }, ms).unref();

@@ -12,7 +12,7 @@ export interface TopicCodec<T = unknown> {
    * What listeners get after the bus was cut off from the other gateways and is back: events
    * sent meanwhile never arrive, so they look at storage again. Without it they get nothing.
    */
-  resync?(): T;
+  resync?: () => T;
 }
 
 /** Codecs by routing key (the part of an event name before `:`); others travel as plain JSON. */
@@ -192,7 +192,11 @@ export class EventBus extends EventTarget {
       }
     };
     if (this.inboundPending === 0) run();
-    else this.inOrder(async () => run());
+    else
+      this.inOrder(() => {
+        run();
+        return Promise.resolve();
+      });
   }
 
   private inOrder(step: () => Promise<void>): void {

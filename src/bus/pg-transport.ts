@@ -135,7 +135,7 @@ export class PgTransport implements BusTransport {
   }
 
   private async listen(): Promise<Client> {
-    const client = new GuardedClient({
+    const client: Client = new GuardedClient({
       connectionString: this.opts.url,
       keepAlive: true,
       application_name: 'hatchery-events',
@@ -224,9 +224,9 @@ export class PgTransport implements BusTransport {
   }
 
   private async load(frame: Frame & { r: string }): Promise<unknown[]> {
-    const [row] = await this.ds.query('SELECT payload FROM event_payloads WHERE id = $1', [frame.r]);
+    const [row] = await this.ds.query<Array<{ payload: unknown[] }>>('SELECT payload FROM event_payloads WHERE id = $1', [frame.r]);
     if (!row) throw new Error(`event bus: stored payload ${frame.r} is gone`);
-    return row.payload as unknown[];
+    return row.payload;
   }
 
   private async prune(): Promise<void> {

@@ -36,9 +36,9 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   maxPending = pubsub.maxPending,
   /** How much of `maxPending` one event takes (a batch of log lines: each line). */
   weigh: (event: EventOf<T, K>) => number = () => 1,
-): AsyncIterator<EventOf<T, K>> & { close(): Promise<void>; push(event: EventOf<T, K>): void; onClose(cleanup: () => void): void } {
+): AsyncIterator<EventOf<T, K>, undefined> & { close(): Promise<void>; push(event: EventOf<T, K>): void; onClose(cleanup: () => void): void } {
   type Payload = EventOf<T, K>;
-  const name = `${String(topic)}:${id}`;
+  const name = `${String(topic)}:${String(id)}`;
   const queue: Payload[] = [];
   let pending = 0;
   let waiting: ((r: IteratorResult<Payload>) => void) | null = null;
@@ -65,8 +65,8 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   };
   pubsub.target.addEventListener(name, listener);
   const cleanups: Array<() => void> = [];
-  const close = async () => {
-    if (closed) return;
+  const close = (): Promise<void> => {
+    if (closed) return Promise.resolve();
     closed = true;
     pubsub.target.removeEventListener(name, listener);
     for (const cleanup of cleanups) cleanup();
@@ -74,6 +74,7 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
     pending = 0;
     waiting?.({ value: undefined, done: true });
     waiting = null;
+    return Promise.resolve();
   };
   return {
     next() {

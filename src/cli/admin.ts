@@ -73,7 +73,7 @@ const commands: Record<string, { arity: number; options?: boolean; run: Command 
     run: async (ds, [slug, mb]) => {
       const usedMb = Number(mb);
       if (!/^\d{1,9}$/.test(mb) || !Number.isSafeInteger(usedMb)) throw new UsageError(`mb must be a whole number of MB, got "${mb}"`);
-      const exists = await ds.query('SELECT 1 FROM apps WHERE slug = $1', [slug]);
+      const exists = await ds.query<unknown[]>('SELECT 1 FROM apps WHERE slug = $1', [slug]);
       if (exists.length === 0) throw new NotFound('Egg', slug);
       await SimulatedRuntime.setVolumeUsage(ds, slug, usedMb);
       return { slug, used_mb: usedMb };

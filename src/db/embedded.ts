@@ -380,7 +380,7 @@ export async function startEmbeddedPostgres(
     if (state === 'ok') {
       const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
       if (Number.isInteger(owner) && owner !== process.pid && alive(owner)) {
-        return { url: urlFor(existing.port, password), stop: async () => undefined };
+        return { url: urlFor(existing.port, password), stop: () => Promise.resolve() };
       }
       // A dead owner's cluster without a password is restarted below, which secures it first.
       if (password && secured(pgDir)) {

@@ -53,8 +53,9 @@ const cache = new WeakMap<DataSource, Map<unknown, EntityRows<ObjectLiteral>>>()
 /** The `EntityRows` of `target` on `ds` with `alias`, worked out on first use. */
 export function entityRows<T extends ObjectLiteral>(ds: DataSource, target: EntityTarget<T>, alias: string): EntityRows<T> {
   let byTarget = cache.get(ds);
-  if (!byTarget) cache.set(ds, (byTarget = new Map()));
-  const key = `${alias}:${typeof target === 'function' ? target.name : String(target)}`;
+  if (!byTarget) cache.set(ds, (byTarget = new Map<unknown, EntityRows<ObjectLiteral>>()));
+  // Our callers pass entity classes (or their names); anything else would share one key.
+  const key = `${alias}:${typeof target === 'function' ? target.name : typeof target === 'string' ? target : 'entity'}`;
   let rows = byTarget.get(key);
   if (!rows) byTarget.set(key, (rows = new EntityRows(ds, target, alias) as unknown as EntityRows<ObjectLiteral>));
   return rows as unknown as EntityRows<T>;

@@ -71,8 +71,9 @@ function estimators(worstCase: boolean): ComplexityEstimator[] {
     const complexity = field.extensions?.complexity;
     if (typeof complexity === 'number') return complexity + childComplexity;
     if (typeof complexity !== 'function') return undefined;
-    if (worstCase && args.first === undefined) return complexity({ ...rest, field, args: { ...args, first: Number.MAX_SAFE_INTEGER }, childComplexity });
-    return complexity({ ...rest, field, args, childComplexity });
+    const estimate = complexity as ComplexityEstimator;
+    if (worstCase && args.first === undefined) return estimate({ ...rest, field, args: { ...args, first: Number.MAX_SAFE_INTEGER }, childComplexity });
+    return estimate({ ...rest, field, args, childComplexity });
   };
   const page: ComplexityEstimator = ({ field, args, childComplexity }) => {
     if (!field.args.some((a) => a.name === 'first')) return undefined;
@@ -219,7 +220,7 @@ export class OperationGuard {
     if (coerced.errors) return null;
     const single: DocumentNode = {
       ...document,
-      definitions: document.definitions.filter((d) => d.kind !== 'OperationDefinition' || d === (operation)),
+      definitions: document.definitions.filter((d) => d.kind !== Kind.OPERATION_DEFINITION || d === operation),
     };
     try {
       return getComplexity({ schema: this.schema, query: single, variables, estimators: estimators(worstCase), maxQueryNodes: MAX_COST_NODES });

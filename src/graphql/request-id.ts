@@ -15,11 +15,14 @@ export function withRequestId(error: GraphQLFormattedError, requestId: string): 
 /** `withRequestId` for GraphQL over HTTP. */
 export function requestIdPlugin(): ApolloServerPlugin<Context> {
   return {
-    requestDidStart: async () => ({
-      willSendResponse: async ({ response, contextValue }) => {
-        if (response.body.kind !== 'single' || !response.body.singleResult.errors || !contextValue?.requestId) return;
-        response.body.singleResult.errors = response.body.singleResult.errors.map((e) => withRequestId(e, contextValue.requestId));
-      },
-    }),
+    requestDidStart: () =>
+      Promise.resolve({
+        willSendResponse: ({ response, contextValue }) => {
+          if (response.body.kind === 'single' && response.body.singleResult.errors && contextValue?.requestId) {
+            response.body.singleResult.errors = response.body.singleResult.errors.map((e) => withRequestId(e, contextValue.requestId));
+          }
+          return Promise.resolve();
+        },
+      }),
   };
 }

@@ -34,7 +34,7 @@ export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncGenerat
     const run = (payload: unknown): Result => {
       if (key === null || typeof payload !== 'object' || payload === null) return execute({ ...args, rootValue: payload });
       let byAudience = results.get(payload);
-      if (!byAudience) results.set(payload, (byAudience = new Map()));
+      if (!byAudience) results.set(payload, (byAudience = new Map<string, Result>()));
       let result = byAudience.get(key);
       if (result === undefined) {
         result = execute({ ...args, rootValue: payload });

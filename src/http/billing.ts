@@ -1,5 +1,6 @@
 import { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors';
+import { CheckoutStatus } from '../modules/billing/billing.entity';
 import { BillingService } from '../modules/billing/billing.service';
 
 /** The sandbox's own call to the payment webhook, on this same server. */
@@ -23,7 +24,7 @@ button.pay{background:#1a7f37;color:#fff;border-color:#1a7f37}.muted{color:#666;
  * HTTP, the same way Stripe would, so there is one fulfilment path.
  */
 export async function registerBilling(app: FastifyInstance, deps: { billing: BillingService; selfUrl: () => string }): Promise<void> {
-  await app.register(async (scope) => {
+  await app.register((scope, _opts, done) => {
     // Signatures are over the exact bytes, so this route keeps the body raw.
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
     scope.post('/billing/webhooks/stripe', async (req, reply) => {
@@ -32,9 +33,10 @@ export async function registerBilling(app: FastifyInstance, deps: { billing: Bil
       const result = await deps.billing.handleWebhook(req.body as Buffer, typeof signature === 'string' ? signature : undefined);
       return reply.code(200).send({ received: true, credited: result.credited });
     });
+    done();
   });
 
-  await app.register(async (scope) => {
+  await app.register((scope, _opts, done) => {
     // The page's buttons are plain HTML forms.
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, body));
     const html = (reply: import('fastify').FastifyReply, status: number, title: string, body: string) =>
@@ -44,7 +46,7 @@ export async function registerBilling(app: FastifyInstance, deps: { billing: Bil
       const session = await deps.billing.sandboxSession(req.params.id).catch(() => null);
       if (!session) return html(reply, 404, 'Not found', '<h1>Checkout not found</h1>');
       const id = esc(session.id);
-      if (session.status !== 'open') return html(reply, 200, 'Checkout', `<h1>This checkout is ${esc(session.status)}</h1>`);
+      if (session.status !== CheckoutStatus.OPEN) return html(reply, 200, 'Checkout', `<h1>This checkout is ${esc(session.status)}</h1>`);
       return html(
         reply,
         200,
@@ -77,8 +79,9 @@ export async function registerBilling(app: FastifyInstance, deps: { billing: Bil
     scope.post<{ Params: { id: string } }>('/billing/sandbox/checkout/:id/cancel', async (req, reply) => {
       const session = await deps.billing.sandboxCancel(req.params.id).catch(() => null);
       if (!session) return html(reply, 404, 'Not found', '<h1>Checkout not found</h1>');
-      if (session.status === 'paid') return html(reply, 409, 'Checkout', '<h1 id="result">This checkout is already paid</h1><p>It cannot be canceled.</p>');
+      if (session.status === CheckoutStatus.PAID) return html(reply, 409, 'Checkout', '<h1 id="result">This checkout is already paid</h1><p>It cannot be canceled.</p>');
       return html(reply, 200, 'Canceled', '<h1 id="result">Checkout canceled</h1><p>Nothing was charged.</p>');
     });
+    done();
   });
 }

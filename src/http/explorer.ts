@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { FastifyInstance, onRequestHookHandler } from 'fastify';
+import { FastifyInstance, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import { sendProblem } from './problems';
 import { GRAPHQL_PATH } from './responses';
 
@@ -170,7 +170,7 @@ export function registerExplorer(app: FastifyInstance): void {
       throw err;
     }));
 
-  const servePage: onRequestHookHandler = async (req, reply) => {
+  const servePage: onRequestAsyncHookHandler = async (req, reply) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return;
     const query = (req.query ?? {}) as Record<string, unknown>;
     if ('query' in query || 'extensions' in query || !prefersHtml(req.headers.accept)) return;
@@ -194,11 +194,11 @@ export function registerExplorer(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const methods = ([] as string[]).concat(route.method);
     if (route.url !== GRAPHQL_PATH || !(methods.includes('GET') || methods.includes('HEAD'))) return;
-    route.onRequest = [servePage, ...([] as onRequestHookHandler[]).concat(route.onRequest ?? [])];
+    route.onRequest = [servePage, ...([] as Array<onRequestHookHandler | onRequestAsyncHookHandler>).concat(route.onRequest ?? [])] as onRequestAsyncHookHandler[];
     attached ||= methods.includes('GET');
   });
-  app.addHook('onReady', async () => {
-    if (!attached) throw new Error(`explorer: no GET ${GRAPHQL_PATH} route was registered after registerExplorer()`);
+  app.addHook('onReady', (done) => {
+    done(attached ? undefined : new Error(`explorer: no GET ${GRAPHQL_PATH} route was registered after registerExplorer()`));
   });
 
   app.get<{ Params: { hash: string; name: string } }>(`${ASSET_PREFIX}/:hash/:name`, async (req, reply) => {

@@ -79,17 +79,17 @@ const sameVariables = (a: unknown, b: unknown) => a === b || JSON.stringify(a ??
  */
 export function limitsPlugin<C extends object>(guard: OperationGuard, checkedFor: (ctx: C) => OperationRequest | undefined): ApolloServerPlugin<C> {
   return {
-    async requestDidStart() {
-      return {
-        async didResolveOperation({ source, request, contextValue }) {
+    requestDidStart() {
+      return Promise.resolve({
+        didResolveOperation({ source, request, contextValue }) {
           const operationName = request.operationName ?? null;
           const checked = checkedFor(contextValue);
-          if (checked && checked.query === source && (checked.operationName ?? null) === operationName && sameVariables(checked.variables, request.variables)) return;
+          if (checked && checked.query === source && (checked.operationName ?? null) === operationName && sameVariables(checked.variables, request.variables)) return Promise.resolve();
           const [error] = guard.check({ query: source, variables: request.variables ?? null, operationName });
-          if (!error) return;
-          throw new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: 400 } } });
+          if (!error) return Promise.resolve();
+          return Promise.reject(new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: 400 } } }));
         },
-      };
+      });
     },
   };
 }

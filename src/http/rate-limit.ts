@@ -47,12 +47,12 @@ class MemoryStore implements Store {
     return w && w.resetAt > now ? { count: w.count, ttlMs: w.resetAt - now } : { count: 0, ttlMs: 0 };
   }
 
-  async add(key: string, windowMs: number, peek?: string) {
+  add(key: string, windowMs: number, peek?: string) {
     const now = Date.now();
     let w = this.windows.get(key);
     if (!w || w.resetAt <= now) this.windows.set(key, (w = { count: 0, resetAt: now + windowMs }));
     w.count += 1;
-    return { hit: { count: w.count, ttlMs: w.resetAt - now }, peeked: peek ? this.read(peek) : null };
+    return Promise.resolve({ hit: { count: w.count, ttlMs: w.resetAt - now }, peeked: peek ? this.read(peek) : null });
   }
 
   private sweep(): void {
@@ -60,9 +60,10 @@ class MemoryStore implements Store {
     for (const [key, w] of this.windows) if (w.resetAt <= now) this.windows.delete(key);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     clearInterval(this.sweeper);
     this.windows.clear();
+    return Promise.resolve();
   }
 }
 

@@ -3,7 +3,7 @@ import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GraphQLError, GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationTypeNode } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
 import { DomainError, RateLimited, ServiceUnavailable } from '../errors';
@@ -95,31 +95,33 @@ const requestId = () => `req_${randomBytes(10).toString('hex')}`;
 
 /** A subscription sent over HTTP is the client's mistake: say where subscriptions run. */
 const subscriptionsOverWsOnly: ApolloServerPlugin<Context> = {
-  async requestDidStart() {
-    return {
-      async didResolveOperation({ operation }) {
-        if (operation?.operation === 'subscription') {
-          throw new GraphQLError('Subscriptions run over graphql-ws on /graphql, not over HTTP', {
+  requestDidStart() {
+    return Promise.resolve({
+      didResolveOperation({ operation }) {
+        if (operation?.operation !== OperationTypeNode.SUBSCRIPTION) return Promise.resolve();
+        return Promise.reject(
+          new GraphQLError('Subscriptions run over graphql-ws on /graphql, not over HTTP', {
             extensions: { code: 'BAD_REQUEST', http: { status: ERROR_HTTP.BAD_REQUEST.status } },
-          });
-        }
+          }),
+        );
       },
-    };
+    });
   },
 };
 
 /** An operation that failed because the database is unreachable answers 503 over HTTP, not 200. */
 const unavailableStatus: ApolloServerPlugin<Context> = {
-  async requestDidStart() {
-    return {
-      async willSendResponse({ response }) {
+  requestDidStart() {
+    return Promise.resolve({
+      willSendResponse({ response }) {
         const errors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
         if (errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) {
           response.http.status = ERROR_HTTP.SERVICE_UNAVAILABLE.status;
           for (const [name, value] of Object.entries(errorHeaders('SERVICE_UNAVAILABLE'))) response.http.headers.set(name, value);
         }
+        return Promise.resolve();
       },
-    };
+    });
   },
 };
 
@@ -183,7 +185,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   });
   app.setNotFoundHandler((req, reply) => sendProblem(reply, 'NOT_FOUND', `No endpoint ${req.method} ${req.url.split('?')[0]}`));
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', (_req, reply) => reply.send({ status: 'ok' }));
   // One database check at a time: probes arriving while PostgreSQL hangs wait on the one in
   // flight (each at most READY_DB_TIMEOUT_MS) instead of piling up queries.
   let databaseCheck: Promise<boolean> | null = null;

@@ -48,7 +48,7 @@ export function sharedPayloads(wss: WebSocketServer) {
         serialized.set(result, json);
       }
       let pending = slots.get(socket);
-      if (!pending) slots.set(socket, (pending = new Map()));
+      if (!pending) slots.set(socket, (pending = new Map<string, string>()));
       pending.set(JSON.stringify(id), json);
       return standIn;
     },

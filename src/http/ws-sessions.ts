@@ -26,7 +26,7 @@ export class WsSessions {
       events: EventTarget;
       /** Which of these token ids still work. */
       liveTokens(ids: string[]): Promise<Set<string>>;
-      onError(err: unknown): void;
+      onError: (err: unknown) => void;
     },
   ) {
     deps.events.addEventListener('ACCESS', this.onAccess);

@@ -1,5 +1,5 @@
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DocumentNode, execute, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
+import { DocumentNode, execute, Kind, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
 import { FieldError } from '../errors';
 import { Context } from '../graphql/context';
 import { formatError, isErrorCode } from '../graphql/errors';
@@ -32,7 +32,7 @@ export function prepareRoutes(schema: GraphQLSchema): Prepared[] {
     const document = parse(route.operation);
     const problems = validate(schema, document);
     if (problems.length) throw new Error(`REST ${route.method} ${route.path}: ${problems.map((p) => p.message).join('; ')}`);
-    const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
     const variableTypes = (op.variableDefinitions ?? []).map(
       (v) => [v.variable.name.value, typeFromAST(schema, v.type as never) as GraphQLInputType] as [string, GraphQLInputType],
     );
@@ -55,7 +55,7 @@ export function registerRest(
         const requested = req.headers['api-version'];
         const release = (requested ?? LATEST_RELEASE) as ApiRelease;
         if (!API_RELEASES.includes(release)) {
-          return sendProblem(reply, 'BAD_REQUEST', `Unknown API-Version "${requested}"; releases: ${API_RELEASES.join(', ')}`, {
+          return sendProblem(reply, 'BAD_REQUEST', `Unknown API-Version "${String(requested)}"; releases: ${API_RELEASES.join(', ')}`, {
             errors: [{ field: 'API-Version', message: `must be one of ${API_RELEASES.join(', ')}` }],
           });
         }

@@ -7,7 +7,8 @@ import { JsonSchema, nullable, ref, SchemaView } from './json-schema';
  * the operation's data into the REST body, and the body's schema in the OpenAPI document.
  */
 
-type Data = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** An operation's data, as GraphQL returns it: JSON, read by path. */
+export type Data = Readonly<Record<string, unknown>>;
 
 export interface FieldSpec {
   /** The GraphQL field of the resource's type, or a path through nested objects (`app.slug`). */
@@ -35,7 +36,7 @@ export interface Resource<F extends Fields = Fields> {
   readonly selection: string;
   /** `fragment Rest<name> on <graphqlType> { … }`: what an operation selects to present it. */
   readonly fragment: string;
-  present(data: Data): { [K in keyof F]: unknown };
+  present(data: unknown): { [K in keyof F]: unknown };
   schema(view: SchemaView): JsonSchema;
 }
 
@@ -45,7 +46,7 @@ export interface ResourceList {
   readonly name: string;
   readonly item: Resource;
   /** From a Relay connection (`nodes`, `pageInfo`), or from a plain GraphQL list (one page). */
-  present(data: Data | Data[]): { data: unknown[]; has_more: boolean; next_cursor: string | null };
+  present(data: unknown): { data: unknown[]; has_more: boolean; next_cursor: string | null };
   schema(view: SchemaView): JsonSchema;
 }
 
@@ -91,9 +92,10 @@ function presentValue(spec: FieldSpec, value: unknown): unknown {
   return value;
 }
 
-function valueAt(data: Data, path: string): unknown {
+/** The value at a dotted path of an operation's data (`deployment.logs`); undefined where it stops. */
+export function valueAt(data: unknown, path: string): unknown {
   let value: unknown = data;
-  for (const name of path.split('.')) value = (value as Data | null | undefined)?.[name];
+  for (const name of path.split('.')) value = typeof value === 'object' && value !== null ? (value as Data)[name] : undefined;
   return value;
 }
 
@@ -148,8 +150,13 @@ export function defineList(item: Resource): ResourceList {
     item,
     present(data) {
       if (Array.isArray(data)) return { data: data.map((d) => item.present(d)), has_more: false, next_cursor: null };
-      const { hasNextPage, endCursor } = data.pageInfo;
-      return { data: (data.nodes as Data[]).map((d) => item.present(d)), has_more: hasNextPage, next_cursor: hasNextPage ? endCursor : null };
+      const hasNextPage = valueAt(data, 'pageInfo.hasNextPage') === true;
+      const nodes = valueAt(data, 'nodes');
+      return {
+        data: (Array.isArray(nodes) ? nodes : []).map((d) => item.present(d)),
+        has_more: hasNextPage,
+        next_cursor: hasNextPage ? (valueAt(data, 'pageInfo.endCursor') as string) : null,
+      };
     },
     schema: () => ({
       type: 'object',

@@ -48,8 +48,8 @@ export const SHARED_SCHEMAS: Record<string, JsonSchema> = {
 export function nullable(schema: JsonSchema): JsonSchema {
   if (typeof schema.$ref === 'string') return { anyOf: [schema, { type: 'null' }] };
   const type = schema.type;
-  const out: JsonSchema = { ...schema, type: Array.isArray(type) ? [...new Set([...type, 'null'])] : [type, 'null'] };
-  if (Array.isArray(schema.enum)) out.enum = [...schema.enum, null];
+  const out: JsonSchema = { ...schema, type: Array.isArray(type) ? [...new Set([...(type as unknown[]), 'null'])] : [type, 'null'] };
+  if (Array.isArray(schema.enum)) out.enum = [...(schema.enum as unknown[]), null];
   if ('const' in schema) {
     delete out.const;
     out.enum = [schema.const, null];

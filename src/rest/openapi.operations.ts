@@ -5,6 +5,7 @@ import {
   GraphQLInputObjectType,
   GraphQLInputType,
   isNonNullType,
+  Kind,
   OperationDefinitionNode,
   parse,
   TypeInfo,
@@ -51,7 +52,7 @@ function operationShape(g: SchemaView, document: DocumentNode): OperationShape {
         enter(node) {
           stack.push(node.name.value);
           const def = typeInfo.getFieldDef();
-          if (def && (!target || node.arguments?.some((a) => a.value.kind === 'Variable'))) target = { field: def, path: [...stack] };
+          if (def && (!target || node.arguments?.some((a) => a.value.kind === Kind.VARIABLE))) target = { field: def, path: [...stack] };
         },
         leave() {
           stack.pop();
@@ -59,7 +60,7 @@ function operationShape(g: SchemaView, document: DocumentNode): OperationShape {
       },
       Argument(node) {
         const arg = typeInfo.getArgument();
-        if (node.value.kind === 'Variable' && arg && !variables.has(node.value.name.value)) variables.set(node.value.name.value, arg.description);
+        if (node.value.kind === Kind.VARIABLE && arg && !variables.has(node.value.name.value)) variables.set(node.value.name.value, arg.description);
       },
     }),
   );
@@ -100,7 +101,7 @@ function errorStatuses(route: Route): number[] {
 export function operation(g: SchemaView, route: Route): OpenApiOperation {
   const where = `REST ${route.method} ${route.path}`;
   const document = parse(route.operation);
-  const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition');
+  const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   if (!op?.name) throw new Error(`${where}: the operation needs a name`);
   const variables = new Map(
     (op.variableDefinitions ?? []).map((v) => [v.variable.name.value, typeFromAST(g.schema, v.type as never) as GraphQLInputType]),

@@ -7,6 +7,9 @@ import { buildOpenApi, JsonSchema, OpenApiDocument, OpenApiOperation } from './o
  * rendered from it on the server: no script, nothing loaded from anywhere). Both are public.
  * Built once at start, so a route row the generator cannot describe fails the start.
  */
+/** A document's text field, or nothing. */
+const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+
 export function registerReference(app: FastifyInstance, deps: { schema: GraphQLSchema }): void {
   const doc = buildOpenApi(deps.schema);
   const json = JSON.stringify(doc);
@@ -58,7 +61,7 @@ function typeLabel(schema: JsonSchema): string {
   if (Array.isArray(schema.allOf)) return typeLabel((schema.allOf as JsonSchema[])[0]);
   if ('const' in schema) return `<code>${esc(JSON.stringify(schema.const))}</code>`;
   if (Array.isArray(schema.enum)) return (schema.enum as unknown[]).map((v) => `<code>${esc(JSON.stringify(v))}</code>`).join(' | ');
-  const types = Array.isArray(schema.type) ? (schema.type as string[]) : [String(schema.type ?? 'any')];
+  const types = Array.isArray(schema.type) ? (schema.type as string[]) : [typeof schema.type === 'string' ? schema.type : 'any'];
   return types
     .map((t) => {
       if (t === 'array') return `array of ${typeLabel((schema.items ?? {}) as JsonSchema)}`;
@@ -82,7 +85,7 @@ function fieldTable(schema: JsonSchema): string {
   const rows = Object.entries(properties).map(
     ([name, prop]) =>
       `<tr><td><code>${esc(name)}</code></td><td>${typeLabel(prop)}${constraints(prop)}</td><td>${required.has(name) ? 'yes' : 'no'}</td>` +
-      `<td>${markdown(String(prop.description ?? ''))}</td></tr>`,
+      `<td>${markdown(text(prop.description))}</td></tr>`,
   );
   return `<table><thead><tr><th>field</th><th>type</th><th>required</th><th>description</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
@@ -99,7 +102,7 @@ function renderOperation(doc: OpenApiDocument, method: string, path: string, op:
   const paramRows = params.map(
     (p) =>
       `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${typeLabel(p.schema as JsonSchema)}${constraints(p.schema as JsonSchema)}</td>` +
-      `<td>${p.required ? 'yes' : 'no'}</td><td>${markdown(String(p.description ?? ''))}</td></tr>`,
+      `<td>${p.required ? 'yes' : 'no'}</td><td>${markdown(text(p.description))}</td></tr>`,
   );
   const body = op.requestBody as { required?: boolean; description?: string; content: Record<string, { schema: JsonSchema }> } | undefined;
   const bodyHtml = body
@@ -118,7 +121,7 @@ function renderOperation(doc: OpenApiDocument, method: string, path: string, op:
     const bodies = Object.entries(content).map(([type, media]) => `${typeLabel(media.schema)} <small><code>${esc(type)}</code></small>`);
     const headers = Object.keys((r.headers ?? {})).map((h) => `<code>${esc(h)}</code>`);
     return (
-      `<tr><td class="status s${esc(status[0])}">${esc(status)}</td><td>${markdown(String(r.description ?? ''))}</td>` +
+      `<tr><td class="status s${esc(status[0])}">${esc(status)}</td><td>${markdown(text(r.description))}</td>` +
       `<td>${bodies.join('<br>') || '<span class="none">no body</span>'}</td><td>${headers.join(', ')}</td></tr>`
     );
   });
@@ -170,13 +173,13 @@ export function renderReference(doc: OpenApiDocument): string {
   );
   const schemas = Object.entries(doc.components.schemas).map(
     ([name, schema]) =>
-      `<section class="schema" id="schema-${esc(name)}"><h3>${esc(name)}</h3>${markdown(String(schema.description ?? ''))}` +
+      `<section class="schema" id="schema-${esc(name)}"><h3>${esc(name)}</h3>${markdown(text(schema.description))}` +
       (schema.properties ? fieldTable(schema) : `<p>${typeLabel(schema)}${constraints(schema)}</p>`) +
       `</section>`,
   );
   const info = doc.info as { title: string; version: string; description: string };
   const auth = Object.entries(doc.components.securitySchemes)
-    .map(([name, s]) => `<p><code>${esc(name)}</code>: <code>Authorization: Bearer &lt;token&gt;</code>. ${markdown(String(s.description ?? ''))}</p>`)
+    .map(([name, s]) => `<p><code>${esc(name)}</code>: <code>Authorization: Bearer &lt;token&gt;</code>. ${markdown(text(s.description))}</p>`)
     .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -1,4 +1,4 @@
-import type { ResponseBody } from './define-resource';
+import { Data, ResponseBody, valueAt } from './define-resource';
 import * as resources from './resources';
 
 export const API_RELEASES = ['2026-01-15', '2026-09-01'] as const;
@@ -25,7 +25,7 @@ export interface Route {
   /** The JSON body's fields, REST name → GraphQL input field name; any other field is a 422. */
   body?: Readonly<Record<string, string>>;
   /** Success status; a function where it depends on the outcome (201 created, 200 updated). */
-  status: number | ((data: Record<string, any>) => number); // eslint-disable-line @typescript-eslint/no-explicit-any
+  status: number | ((data: Data) => number);
   /** GraphQL argument names as REST names, for errors (`first` → `limit`). */
   fields?: Record<string, string>;
   /** The API release that introduced the endpoint. */
@@ -36,7 +36,7 @@ export interface Route {
    * The response body: a declaration of resources.ts (its presenter and its OpenAPI schema) and
    * the part of the operation's data it presents; absent when only 204.
    */
-  response?: { body: ResponseBody; of(data: Record<string, any>): any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  response?: { body: ResponseBody; of(data: Data): unknown };
   /** Each success status with what it means; required where `status` is a function. */
   statuses?: Readonly<Partial<Record<200 | 201 | 204, string>>>;
   /** Request headers passed to the operation; each named in `fields` as the variable's REST name. */
@@ -59,7 +59,7 @@ export function enumParam(v: unknown): unknown {
 }
 
 /** The response body of a row for its operation's data. */
-export function presentResponse(route: Route, data: Record<string, unknown>): unknown {
+export function presentResponse(route: Route, data: Data): unknown {
   return route.response?.body.present(route.response.of(data));
 }
 
@@ -152,7 +152,7 @@ export const routes: Route[] = [
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'Read a deployment’s logs',
-    response: { body: resources.LogLineList, of: (d) => d.deployment.logs },
+    response: { body: resources.LogLineList, of: (d) => valueAt(d, 'deployment.logs') },
   },
   {
     method: 'PATCH',
@@ -180,10 +180,10 @@ export const routes: Route[] = [
       ${resources.Volume.fragment}`,
     body: { size_mb: 'sizeMb' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
-    status: (d) => (d.provisionVolume.created ? 201 : 200),
+    status: (d) => (valueAt(d, 'provisionVolume.created') ? 201 : 200),
     since: '2026-01-15',
     summary: 'Provision, resize or restore the volume',
-    response: { body: resources.Volume, of: (d) => d.provisionVolume.volume },
+    response: { body: resources.Volume, of: (d) => valueAt(d, 'provisionVolume.volume') },
     statuses: { 201: 'Provisioned', 200: 'Resized, or restored from its grace period' },
   },
   {
@@ -222,10 +222,10 @@ export const routes: Route[] = [
       ${resources.Preview.fragment}`,
     body: { pr_number: 'prNumber' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
-    status: (d) => (d.upsertPreview.created ? 201 : 200),
+    status: (d) => (valueAt(d, 'upsertPreview.created') ? 201 : 200),
     since: '2026-01-15',
     summary: 'Create or update a preview',
-    response: { body: resources.Preview, of: (d) => d.upsertPreview.preview },
+    response: { body: resources.Preview, of: (d) => valueAt(d, 'upsertPreview.preview') },
     statuses: { 201: 'Created', 200: 'An existing preview redeployed, `expires_at` extended' },
   },
   {

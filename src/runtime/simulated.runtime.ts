@@ -40,18 +40,19 @@ export class SimulatedRuntime implements Runtime {
   /** The preview resources that exist, by external id: what teardown must leave empty. */
   readonly previewResources = new Map<string, ProvisionedResource>();
 
-  async provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]> {
+  provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]> {
     const made: ProvisionedResource[] = [
       { kind: 'route', name: spec.host, externalId: `sim-route-${spec.previewId}` },
       { kind: 'database', name: `${spec.slug.replace(/-/g, '_')}_db`, externalId: `sim-db-${spec.previewId}` },
       { kind: 'addon', name: `${spec.slug}-redis`, externalId: `sim-addon-${spec.previewId}` },
     ];
     for (const r of made) this.previewResources.set(r.externalId, r);
-    return made;
+    return Promise.resolve(made);
   }
 
-  async teardownPreview(resources: ProvisionedResource[]): Promise<void> {
+  teardownPreview(resources: ProvisionedResource[]): Promise<void> {
     for (const r of resources) this.previewResources.delete(r.externalId);
+    return Promise.resolve();
   }
 
   /** What `admin set-volume-usage` sets. */

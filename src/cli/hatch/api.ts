@@ -42,7 +42,7 @@ function toServerErrors(raw: unknown): ServerError[] {
     const fields = Array.isArray(e?.extensions?.errors)
       ? (e.extensions.errors as Array<Record<string, unknown>>)
           .filter((f) => f && typeof f.field === 'string')
-          .map((f) => ({ field: String(f.field), message: String(f.message ?? '') }))
+          .map((f) => ({ field: f.field as string, message: typeof f.message === 'string' ? f.message : '' }))
       : [];
     return {
       message: typeof e?.message === 'string' ? e.message : 'unexpected error',
@@ -105,7 +105,7 @@ export class HatchApi {
     const text = await res.text();
     let body: { data?: TData | null; errors?: unknown };
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(text) as typeof body;
     } catch {
       throw new TransportError(`${this.graphqlUrl} answered HTTP ${res.status} without a GraphQL response; is --api-url right?`);
     }
@@ -181,8 +181,8 @@ export class HatchApi {
         if (typeof code === 'number') {
           if (code === 4401) throw new ApiError([{ message: 'the token was refused (unauthorized)', code: 'UNAUTHENTICATED', fields: [] }]);
           if (!RETRYABLE_CLOSE_CODES.has(code)) {
-            const reason = String((err as { reason?: unknown }).reason ?? '');
-            throw new TransportError(`the server closed the stream (code ${code}${reason ? `: ${reason}` : ''})`);
+            const reason = (err as { reason?: unknown }).reason;
+            throw new TransportError(`the server closed the stream (code ${code}${typeof reason === 'string' && reason ? `: ${reason}` : ''})`);
           }
         }
         // A gateway that never answered is an error now; one that dropped us is retried a while.
@@ -204,5 +204,6 @@ export class HatchApi {
 function describe(err: unknown): string {
   if (err instanceof Error) return (err as NodeJS.ErrnoException).code ?? err.message;
   const e = err as { message?: unknown; type?: unknown };
-  return String(e?.message ?? e?.type ?? 'connection error');
+  const said = [e?.message, e?.type].find((v) => typeof v === 'string' && v !== '');
+  return typeof said === 'string' ? said : 'connection error';
 }

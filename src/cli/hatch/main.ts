@@ -101,7 +101,7 @@ function checkArity(cmd: Command, args: string[]): void {
 function version(): string {
   for (const up of ['../../..', '../../../..']) {
     try {
-      const pkg = JSON.parse(readFileSync(path.resolve(__dirname, up, 'package.json'), 'utf8'));
+      const pkg = JSON.parse(readFileSync(path.resolve(__dirname, up, 'package.json'), 'utf8')) as { version: string; bin?: { hatch?: string } };
       if (pkg.bin?.hatch) return pkg.version;
     } catch {
       // not there: try the next level

@@ -2,13 +2,13 @@
 
 export interface Colours {
   enabled: boolean;
-  bold(s: string): string;
-  dim(s: string): string;
-  red(s: string): string;
-  green(s: string): string;
-  yellow(s: string): string;
-  cyan(s: string): string;
-  magenta(s: string): string;
+  bold: (s: string) => string;
+  dim: (s: string) => string;
+  red: (s: string) => string;
+  green: (s: string) => string;
+  yellow: (s: string) => string;
+  cyan: (s: string) => string;
+  magenta: (s: string) => string;
 }
 
 export function colours(enabled: boolean): Colours {

@@ -80,7 +80,7 @@ export class BillingService {
       const checkout = await tx.findOneBy(CheckoutSession, { providerSessionId });
       if (!checkout) return false;
       const now = this.deps.clock.now();
-      const inserted = await tx.query(
+      const inserted = await tx.query<unknown[]>(
         `INSERT INTO pack_fulfilments (provider_session_id, checkout_id, user_id, credited_at)
          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING provider_session_id`,
         [providerSessionId, checkout.id, checkout.userId, now],

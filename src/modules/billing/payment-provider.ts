@@ -51,12 +51,12 @@ export class SandboxProvider implements PaymentProvider {
   readonly name = 'sandbox';
   constructor(private readonly baseUrl: () => string) {}
 
-  async createSession(req: CheckoutRequest, now: Date): Promise<ProviderSession> {
-    return {
+  createSession(req: CheckoutRequest, now: Date): Promise<ProviderSession> {
+    return Promise.resolve({
       providerSessionId: req.checkoutId,
       url: `${this.baseUrl()}/billing/sandbox/checkout/${req.checkoutId}`,
       expiresAt: new Date(now.getTime() + SANDBOX_SESSION_MS),
-    };
+    });
   }
 
   /** The event Stripe would send for a paid session, and its Stripe-Signature header. */

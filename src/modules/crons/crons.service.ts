@@ -241,16 +241,16 @@ export class CronsService {
     if (fresh.length === 0) return { claimed: due.length, runs: [] };
     const ids = fresh.map((c) => c.id);
     const busy = new Set<string>(
-      (await tx.query(`SELECT DISTINCT cron_id FROM cron_runs WHERE status = 'running' AND cron_id = ANY($1)`, [ids])).map((r: { cron_id: string }) => r.cron_id),
+      (await tx.query<Array<{ cron_id: string }>>(`SELECT DISTINCT cron_id FROM cron_runs WHERE status = 'running' AND cron_id = ANY($1)`, [ids])).map((r) => r.cron_id),
     ); // the previous run still runs
     const done = new Set<string>(
       (
-        await tx.query(
+        await tx.query<Array<{ cron_id: string }>>(
           `SELECT r.cron_id FROM cron_runs r JOIN unnest($1::text[], $2::timestamptz[]) AS v(id, at) ON r.cron_id = v.id AND r.scheduled_at = v.at
             WHERE NOT r.manual`,
           [ids, fresh.map((c) => c.nextRunAt)],
         )
-      ).map((r: { cron_id: string }) => r.cron_id),
+      ).map((r) => r.cron_id),
     );
     const toRun = fresh.filter((c) => !busy.has(c.id) && !done.has(c.id));
     if (toRun.length === 0) return { claimed: due.length, runs: [] };
@@ -284,7 +284,7 @@ export class CronsService {
         const finishedAt = this.clock.now();
         const minutes = Math.max(1, Math.ceil((finishedAt.getTime() - run.startedAt!.getTime()) / MINUTE));
         await inTransaction(this.ds, async (tx) => {
-          const [, updated] = await tx.query(
+          const [, updated] = await tx.query<[unknown[], number]>(
             `UPDATE cron_runs SET status = $2, exit_code = $3, finished_at = $4 WHERE id = $1 AND status = 'running'`,
             [run.id, exitCode === 0 ? CronRunStatus.SUCCESS : CronRunStatus.FAILED, exitCode, finishedAt],
           );
@@ -297,7 +297,7 @@ export class CronsService {
         this.executions.delete(key);
       }
     })();
-    this.tasks.track(task);
+    void this.tasks.track(task);
   }
 
   start(tickMs: number): void {

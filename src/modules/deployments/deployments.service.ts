@@ -362,7 +362,7 @@ export class DeploymentsService {
       d.updatedAt = now;
       d.finishedAt = now;
       d.leaseUntil = null;
-      const [[row]] = await tx.query(
+      const [[row]] = await tx.query<[Array<{ revision: number }>, number]>(
         `UPDATE deployments SET status = $2, failure_reason = $3, updated_at = $4, finished_at = $4, lease_until = NULL,
                 revision = revision + 1
           WHERE id = $1 RETURNING revision`,
@@ -372,7 +372,7 @@ export class DeploymentsService {
       const app = await tx.findOneByOrFail(App, { id: d.appId });
       await this.announce(tx, afterCommit, d, app.slug);
       if (!result.ok) return null;
-      const promoted = await tx.query(
+      const promoted = await tx.query<[unknown[], number]>(
         `UPDATE apps SET current_deployment_id = $1
           WHERE id = $2 AND (current_deployment_id IS NULL OR current_deployment_id < $1)
           RETURNING id`,

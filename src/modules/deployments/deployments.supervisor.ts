@@ -238,8 +238,8 @@ export class BuildSupervisor {
       try {
         do {
           this.tickAgain = false;
-          await this.renewLeases().catch(this.hooks.onError);
-          await this.resumeRunning().catch(this.hooks.onError);
+          await this.renewLeases().catch((err) => this.hooks.onError(err));
+          await this.resumeRunning().catch((err) => this.hooks.onError(err));
         } while (this.tickAgain && !this.stopped);
       } finally {
         this.ticking = false;

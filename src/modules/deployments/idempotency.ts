@@ -23,7 +23,7 @@ export function checkIdempotencyKey(key: string | null | undefined): void {
  */
 export async function claimIdempotencyKey(tx: EntityManager, userId: string, key: string, digest: string, now: Date): Promise<Deployment | null> {
   await tx.query('DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND created_at < $3', [userId, key, new Date(now.getTime() - TTL_MS)]);
-  const inserted = await tx.query(
+  const inserted = await tx.query<unknown[]>(
     `INSERT INTO idempotency_keys (user_id, key, request_digest, response, created_at)
      VALUES ($1, $2, $3, '{}', $4) ON CONFLICT DO NOTHING RETURNING key`,
     [userId, key, digest, now],

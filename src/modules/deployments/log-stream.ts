@@ -9,7 +9,7 @@ import { LogLine, LogType } from './log-line.entity';
  */
 export interface StreamSource {
   /** The deployment's events, listened to before anything was read. */
-  events: AsyncIterator<DeploymentEvent> & { close(): Promise<void> };
+  events: AsyncIterator<DeploymentEvent, undefined> & { close(): Promise<void> };
   /** The deployment as it is now; null once deleted. Throws when the subscriber may no longer see it. */
   check(): Promise<Deployment | null>;
 }

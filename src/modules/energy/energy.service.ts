@@ -52,7 +52,7 @@ export class EnergyService {
 
   /** The account's allowance: the best tier among the eggs it owns. */
   private async allowance(tx: EntityManager, userId: string): Promise<Allowance> {
-    const rows = await tx.query(`SELECT 1 FROM apps WHERE owner_id = $1 AND tier = $2 LIMIT 1`, [userId, Tier.ALWAYS_ON]);
+    const rows = await tx.query<unknown[]>(`SELECT 1 FROM apps WHERE owner_id = $1 AND tier = $2 LIMIT 1`, [userId, Tier.ALWAYS_ON]);
     return this.allowances[rows.length ? Tier.ALWAYS_ON : Tier.FREE];
   }
 
@@ -62,7 +62,7 @@ export class EnergyService {
     let account = await tx.findOne(EnergyAccount, { where: { userId }, lock: { mode: 'pessimistic_write' } });
     if (!account) {
       const a = await this.allowance(tx, userId);
-      const inserted = await tx.query(
+      const inserted = await tx.query<unknown[]>(
         `INSERT INTO energy_accounts (user_id, daily, weekly, bonus, pack, daily_reset_at, weekly_reset_at)
          VALUES ($1, $2, $3, 0, 0, $4, $5) ON CONFLICT DO NOTHING RETURNING user_id`,
         [userId, a.daily, a.weekly, nextDailyReset(now), nextWeeklyReset(now)],
@@ -170,7 +170,7 @@ export class EnergyService {
       if (!Number.isSafeInteger(v) || (v) < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
     }
     return inTransaction(this.ds, async (tx) => {
-      const [user] = await tx.query('SELECT id FROM users WHERE email = $1', [canonicalEmail(email)]);
+      const [user] = await tx.query<Array<{ id: string }>>('SELECT id FROM users WHERE email = $1', [canonicalEmail(email)]);
       if (!user) throw new NotFound('Account', email);
       const account = await this.lockAccount(tx, user.id);
       for (const bucket of CONSUMPTION_ORDER) {
@@ -198,7 +198,7 @@ export class EnergyService {
     let charged = 0;
     for (const { id } of due) {
       charged += await inTransaction(this.ds, async (tx) => {
-        const [d] = await tx.query(
+        const [d] = await tx.query<Array<{ id: string; owner_id: string; since: Date }>>(
           `SELECT d.id, a.owner_id, COALESCE(d.metered_until, d.finished_at) AS since
              FROM deployments d JOIN apps a ON a.id = d.app_id
             WHERE d.id = $1 AND d.status = 'live' FOR UPDATE OF d`,

@@ -167,7 +167,7 @@ export class PreviewsService {
         if (this.builds.size === 0) this.stopRenewing();
       }
     })();
-    this.tasks.track(task);
+    void this.tasks.track(task);
   }
 
   /** Resumes builds whose gateway stopped before they finished. */

@@ -273,7 +273,7 @@ export class WebhooksService {
       } else if (gone) {
         await tx.update(Webhook, { id: webhook.id }, { active: false, disabledReason: 'the endpoint answered 410 Gone' });
       } else if (status === DeliveryStatus.FAILED) {
-        const [[row]] = await tx.query('UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures', [webhook.id]);
+        const [[row]] = await tx.query<[Array<{ consecutive_failures: number }>, number]>('UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures', [webhook.id]);
         if (row && row.consecutive_failures >= this.opts.disableAfter) {
           await tx.update(Webhook, { id: webhook.id }, { active: false, disabledReason: `${row.consecutive_failures} events in a row could not be delivered` });
         }

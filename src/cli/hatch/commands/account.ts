@@ -72,10 +72,11 @@ export const accountCommands: Command[] = [
     path: ['logout'],
     args: [],
     summary: 'forget the stored token',
-    async run(ctx) {
+    run(ctx) {
       const removed = removeStoredToken();
       if (ctx.json) ctx.out(json({ removed }));
       else ctx.out(removed ? `Removed the token from ${configFile()}\n` : 'No stored token.\n');
+      return Promise.resolve();
     },
   },
   {
