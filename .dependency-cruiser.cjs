@@ -2,11 +2,11 @@
  * The import rules of src/ (scripts/architecture.ts runs them in `npm run check`, and also
  * refuses circles between folders). Layers, lowest first: the leaf files at src/ (errors, clock,
  * ids, log, …), db/ and bus/, runtime/, modules/ (the domains: entities, services, topics), the
- * GraphQL face (graphql/ and each domain's resolvers, loaders and inputs, and modules/index.ts
+ * GraphQL face (graphql/ and each domain's resolvers, loaders, inputs and outputs, and modules/index.ts
  * that lists them), then the transports rest/ and http/; app.ts, services.ts, data-source.ts and
  * the CLIs compose them.
  */
-const FACE = '\\.(resolver|loaders|inputs)\\.ts$';
+const FACE = '\\.(resolver|loaders|inputs|outputs)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -19,7 +19,7 @@ module.exports = {
     },
     {
       name: 'domain-without-graphql',
-      comment: 'In modules/, only the GraphQL face of a domain (resolvers, loaders, inputs) imports graphql/: services take an Actor, not a context.',
+      comment: 'In modules/, only the GraphQL face of a domain (resolvers, loaders, inputs, outputs) imports graphql/: services take an Actor, not a context.',
       severity: 'error',
       from: { path: '^src/modules/', pathNot: [FACE, '^src/modules/index\\.ts$'] },
       to: { path: '^src/graphql/' },

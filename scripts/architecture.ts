@@ -31,12 +31,12 @@ function cruise(): Cruised {
 }
 
 /**
- * The folder a file counts in: each domain's GraphQL face (resolvers, loaders, inputs) and the
+ * The folder a file counts in: each domain's GraphQL face (resolvers, loaders, inputs, outputs) and the
  * registry that lists it count with graphql/, as the layers say; a file at src/ is its own.
  */
 export function folderOf(file: string): string | null {
   if (!file.startsWith('src/')) return null;
-  if (/^src\/modules\/.*\.(resolver|loaders|inputs)\.ts$/.test(file) || file === 'src/modules/index.ts') return 'graphql';
+  if (/^src\/modules\/.*\.(resolver|loaders|inputs|outputs)\.ts$/.test(file) || file === 'src/modules/index.ts') return 'graphql';
   const parts = file.split('/');
   return parts.length > 2 ? parts[1] : file;
 }

@@ -171,6 +171,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         onError,
         metrics,
         leaseMs: config.leaseMs,
+        gatewayId: bus.origin,
       });
       const schema = buildGatewaySchema(pubsub);
       const db = ds;

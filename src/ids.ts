@@ -43,6 +43,9 @@ export function newId(prefix: IdPrefix, now: Date = new Date()): string {
   return `${prefix}_${base32(uuidv7Bytes(now.getTime()))}`;
 }
 
+/** A gateway process's identity: on the event bus (its own events), as the holder of runner leases, in logs. */
+export const newGatewayId = (): string => `gw_${randomBytes(9).toString('base64url')}`;
+
 const ID_RE = /^([a-z]+)_([0-7][0-9a-hjkmnp-tv-z]{25})$/;
 
 export function isId(value: string, prefix: IdPrefix): boolean {

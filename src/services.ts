@@ -50,6 +50,8 @@ export interface ServiceDeps {
   metrics?: Metrics;
   /** How long a claim on a build or a running egg lasts unless renewed. */
   leaseMs?: number;
+  /** This gateway's identity, shared by the event bus and the runner leases. */
+  gatewayId?: string;
 }
 
 export function createServices(deps: ServiceDeps): Services {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { newGatewayId } from '../ids';
 
 /** What `TopicCodec.encode` returns for an event that stays in this process. */
 export const LOCAL_ONLY: unique symbol = Symbol('local only');
@@ -51,8 +51,6 @@ export type Expander = (eventName: string, value: unknown) => Promise<unknown[]>
  * the order they were dispatched, batched while a send is in flight.
  */
 export class EventBus extends EventTarget {
-  /** Tells this gateway's own events apart when the transport echoes them back. */
-  readonly origin = `gw_${randomBytes(9).toString('base64url')}`;
   private transport: BusTransport | null = null;
   private outbox: string[] = [];
   private sending: Promise<void> | null = null;
@@ -66,6 +64,8 @@ export class EventBus extends EventTarget {
   constructor(
     private readonly codecs: TopicCodecs,
     private readonly onError: (err: unknown) => void,
+    /** This gateway (see newGatewayId): tells its own events apart when the transport echoes them back. */
+    readonly origin = newGatewayId(),
   ) {
     super();
   }

@@ -56,6 +56,8 @@ export interface DeploymentsDeps {
   runtime: Runtime;
   appsDomain: string;
   leaseMs?: number;
+  /** This gateway's identity (the event bus's origin); a new one when absent. */
+  gatewayId?: string;
   onError: (err: unknown) => void;
   metrics?: Metrics;
 }
@@ -83,6 +85,7 @@ export class DeploymentsService {
       },
       deps.leaseMs ?? 30_000,
       deps.pubsub,
+      deps.gatewayId,
     );
   }
 

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { DataSource, In } from 'typeorm';
 import { Clock } from '../../clock';
@@ -10,6 +9,7 @@ import { RunnerEvent } from './deployments.topics';
 import { LogWriter } from './log-writer';
 import { InFlight } from '../../in-flight';
 import { RowLease } from '../../db/lease';
+import { newGatewayId } from '../../ids';
 
 /** A build's claim: the gateway building it renews it; a lapsed one is resumed by another. */
 const BUILD_LEASE = new RowLease({ table: 'deployments', until: 'lease_until', scope: "status = 'building'" });
@@ -39,8 +39,6 @@ export interface SupervisorHooks {
  * claim them at once.
  */
 export class BuildSupervisor {
-  /** This gateway, as the holder of runner leases. */
-  readonly runnerId = `gw_${randomBytes(9).toString('base64url')}`;
   private readonly builds = new Map<string, AbortController>();
   private readonly running = new Map<string, { deploymentId: string; egg: RunningEgg }>();
   private readonly tasks = new InFlight();
@@ -61,6 +59,8 @@ export class BuildSupervisor {
     private readonly hooks: SupervisorHooks,
     readonly leaseMs: number,
     private readonly pubsub: GatewayPubSub,
+    /** This gateway, as the holder of runner leases (the same id as on the event bus). */
+    readonly runnerId = newGatewayId(),
   ) {}
 
   leaseFrom(now: Date): Date {

@@ -2,7 +2,8 @@ import { Arg, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 't
 import { Context } from '../../graphql/context';
 import { App } from '../apps/app.entity';
 import { Preview, PreviewResource } from './preview.entity';
-import { PreviewChange, UpsertPreviewInput } from './previews.inputs';
+import { UpsertPreviewInput } from './previews.inputs';
+import { PreviewChange } from './previews.outputs';
 
 @Resolver(() => Preview)
 export class PreviewsResolver {

@@ -2,7 +2,8 @@ import { Arg, Ctx, FieldResolver, Int, Mutation, Query, Resolver, Root } from 't
 import { Context } from '../../graphql/context';
 import { App } from '../apps/app.entity';
 import { Volume, VOLUME_MOUNT } from './volume.entity';
-import { ProvisionVolumeInput, VolumeChange } from './volumes.inputs';
+import { ProvisionVolumeInput } from './volumes.inputs';
+import { VolumeChange } from './volumes.outputs';
 
 /** The runtime's usage reading per Volume object of a response (usedMb and overQuota share it). */
 const usage = new WeakMap<Volume, Promise<number>>();

@@ -2,7 +2,8 @@ import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } fr
 import { Context } from '../../graphql/context';
 import { Connection, PageArgs } from '../../graphql/pagination';
 import { Webhook, WebhookDelivery } from './webhook.entity';
-import { CreatedWebhook, CreateWebhookInput, WebhookTestResult } from './webhooks.inputs';
+import { CreateWebhookInput } from './webhooks.inputs';
+import { CreatedWebhook, WebhookTestResult } from './webhooks.outputs';
 
 const WebhookDeliveryConnection = Connection(WebhookDelivery, 'WebhookDelivery');
 
