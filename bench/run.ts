@@ -545,7 +545,7 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
       seedData.token,
       seedData.liveLogDeployment,
       (i, probe) => bare.send({ seq: ++seq, timestamp: new Date().toISOString(), type: 'RUNTIME', message: line(i, probe) }),
-      async () => bare.flush(),
+      () => Promise.resolve(bare.flush()),
     );
   } finally {
     await bare.close();

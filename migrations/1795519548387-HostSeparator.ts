@@ -10,13 +10,13 @@ export class HostSeparator1795519548387 implements MigrationInterface {
   name = 'HostSeparator1795519548387';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    const doubled: Array<{ id: string; slug: string }> = await queryRunner.query(`SELECT id, slug FROM apps WHERE slug LIKE '%--%' ORDER BY id`);
+    const doubled = (await queryRunner.query(`SELECT id, slug FROM apps WHERE slug LIKE '%--%' ORDER BY id`)) as Array<{ id: string; slug: string }>;
     for (const app of doubled) {
       const base = app.slug.replace(/-{2,}/g, '-');
       for (let n = 1; ; n++) {
         const tail = n === 1 ? '' : `-${n}`;
         const candidate = base.slice(0, 40 - tail.length).replace(/-+$/, '') + tail;
-        const [taken] = await queryRunner.query('SELECT 1 FROM apps WHERE slug = $1', [candidate]);
+        const [taken] = (await queryRunner.query('SELECT 1 FROM apps WHERE slug = $1', [candidate])) as unknown[];
         if (taken) continue;
         await queryRunner.query('UPDATE apps SET slug = $2 WHERE id = $1', [app.id, candidate]);
         await queryRunner.query(`UPDATE previews SET slug = $2 || '-pr-' || pr_number WHERE app_id = $1`, [app.id, candidate]);

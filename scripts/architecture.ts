@@ -21,12 +21,12 @@ function cruise(): Cruised {
   const dirs = ['src', 'test', 'bench', 'scripts'].filter((d) => existsSync(path.join(root, d)));
   const args = [...dirs, '--config', path.join(repo, '.dependency-cruiser.cjs'), '--output-type', 'json'];
   try {
-    return JSON.parse(execFileSync(bin, args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] }));
+    return JSON.parse(execFileSync(bin, args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'] })) as Cruised;
   } catch (err) {
     // depcruise exits non-zero when a rule is broken; its report is still on stdout.
     const out = (err as { stdout?: string }).stdout;
     if (!out) throw err;
-    return JSON.parse(out);
+    return JSON.parse(out) as Cruised;
   }
 }
 

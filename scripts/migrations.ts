@@ -59,9 +59,9 @@ ${[...down].reverse().map(sql).join('\n')}
   const index = path.join('migrations', 'index.ts');
   let text = readFileSync(index, 'utf8');
   text = `import { ${className} } from './${stamp}-${name}';\n` + text;
-  text = text.replace(/export const migrations: Function\[\] = \[(.*)\];/s, (_m, list: string) => {
+  text = text.replace(/export const migrations: MigrationClass\[\] = \[(.*)\];/s, (_m, list: string) => {
     const items = list.split(',').map((s) => s.trim()).filter(Boolean);
-    return `export const migrations: Function[] = [${[...items, className].join(', ')}];`;
+    return `export const migrations: MigrationClass[] = [\n${[...items, className].map((c) => `  ${c},\n`).join('')}];`;
   });
   writeFileSync(index, text);
   console.log(`wrote ${file}`);

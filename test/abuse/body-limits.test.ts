@@ -5,6 +5,7 @@ import { rest, startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser, TestUser } from '../support/factories';
 import { checkRestResponse } from '../support/openapi-check';
 import { request } from './helpers';
+import { wsText } from '../support/ws-text';
 
 /** Request bodies and graphql-ws messages of at most 4096 bytes (HATCHERY_BODY_LIMIT_BYTES). */
 const LIMIT = 4096;
@@ -93,7 +94,7 @@ describe('body size limits', () => {
     const messages: Array<{ type: string; id?: string; payload?: unknown }> = [];
     const waiters: Array<() => void> = [];
     socket.on('message', (data) => {
-      messages.push(JSON.parse(String(data)));
+      messages.push(JSON.parse(wsText(data)));
       waiters.splice(0).forEach((w) => w());
     });
     const next = (type: string) =>

@@ -85,7 +85,7 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
 
   it('Jobs.start fails with a connection timeout after the configured time, and stop() then returns', async () => {
     const jobs = new Jobs(`postgres://postgres@127.0.0.1:${silent.port}/x`, createLogger('silent'), undefined, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
-    const { ms, result } = await timed(jobs.start([{ name: 'never-runs', handler: async () => undefined }]));
+    const { ms, result } = await timed(jobs.start([{ name: 'never-runs', handler: () => Promise.resolve() }]));
     expect(rejection(result).message).toMatch(CONNECT_TIMEOUT_ERROR);
     expect(silent.accepted).toBeGreaterThanOrEqual(1); // it connected and was left waiting, not refused
     expect(ms).toBeGreaterThanOrEqual(CONNECT_TIMEOUT_MS - 5); // it did wait for the database...
@@ -131,7 +131,7 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
     toStop.push(() => proxy.close());
     const jobs = new Jobs(proxy.url, createLogger('silent'), undefined, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
     toStop.push(() => jobs.stop(1000));
-    await jobs.start([{ name: 'connect-probe', handler: async () => undefined }]);
+    await jobs.start([{ name: 'connect-probe', handler: () => Promise.resolve() }]);
     await jobs.send('connect-probe', 60_000);
 
     // The open connections drop (a statement on one of them fails at once, "Connection terminated

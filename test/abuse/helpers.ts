@@ -3,6 +3,7 @@ import http from 'node:http';
 import { Client as WsClient, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { checkRestResponse } from '../support/openapi-check';
+import { asError } from '../support/errors';
 
 export interface RawResponse {
   status: number;
@@ -112,7 +113,7 @@ export function runWs(client: WsClient, query: string, variables?: Record<string
       { query, variables },
       {
         next: (value) => void (first ??= value as WsOutcome),
-        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(err)),
+        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(asError(err))),
         complete: () => (first ? resolve(first) : reject(new Error('completed without a result or an error'))),
       },
     );
@@ -149,7 +150,7 @@ export function openStream(client: WsClient, query: string, variables?: Record<s
             w.resolve(items.slice());
           }
         },
-        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(err)),
+        error: (err) => (Array.isArray(err) ? resolve({ errors: err as WsOutcome['errors'] }) : reject(asError(err))),
         complete: () => resolve({ completed: true }),
       },
     );

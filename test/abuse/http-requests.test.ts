@@ -54,7 +54,7 @@ describe('GraphQL over HTTP, as an attacker writes it (issue 12, items 5–7)', 
       const params = new URLSearchParams({ query: '{ viewer { id } }' });
       params.append(name, name === 'query' ? OVER_COST : name === 'variables' ? '{}' : name === 'extensions' ? '{}' : 'A');
       if (name !== 'query') params.append(name, name === 'operationName' ? 'B' : '{}');
-      const { result: res, statements: ran } = await statements.during(() => get(`/graphql?${params}`, [bearer(), preflight]));
+      const { result: res, statements: ran } = await statements.during(() => get(`/graphql?${params.toString()}`, [bearer(), preflight]));
       expect(res.status).toBe(400);
       expect(res.body.errors[0].message).toContain(`\`${name}\``);
       expect(res.body.data).toBeUndefined();

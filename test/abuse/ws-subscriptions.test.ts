@@ -28,7 +28,7 @@ describe('concurrent operations per graphql-ws connection', () => {
     await settle(t.url, user, id);
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.dispose()));
+    await Promise.all(clients.map(async (c) => c.dispose()));
     await t?.stop();
   });
 

@@ -92,7 +92,7 @@ describe('the sandbox Pay call to a payment webhook that never answers', () => {
 
     // Only what the Pay route uses of the billing service: the signed event of a payable session.
     const billing = {
-      sandboxPayment: async () => ({ payload: '{"type":"checkout.session.completed"}', signature: 't=1,v1=abc' }),
+      sandboxPayment: () => Promise.resolve({ payload: '{"type":"checkout.session.completed"}', signature: 't=1,v1=abc' }),
     } as unknown as BillingService;
     app = Fastify();
     await registerBilling(app, { billing, selfUrl: () => selfUrl });

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
-import { DocumentNode, Kind, OperationDefinitionNode, parse, print } from 'graphql';
+import { DocumentNode, Kind, OperationDefinitionNode, OperationTypeNode, parse, print } from 'graphql';
 import ts from 'typescript';
 import * as generated from '../../src/client/generated';
 import { ROOT } from './helpers';
@@ -223,7 +223,7 @@ describe('the hatch CLI sends only codegen-typed operations', () => {
     // Subscriptions go over graphql-ws (stream), queries and mutations over HTTP (request).
     for (const s of result.sends) {
       const op = exports[s.document]!.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!.operation;
-      expect(`${s.document} via ${s.method}`).toBe(`${s.document} via ${op === 'subscription' ? 'stream' : 'request'}`);
+      expect(`${s.document} via ${s.method}`).toBe(`${s.document} via ${op === OperationTypeNode.SUBSCRIPTION ? 'stream' : 'request'}`);
     }
   });
 });

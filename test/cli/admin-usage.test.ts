@@ -5,6 +5,7 @@ import { ViewerDocument } from '../../src/client/generated';
 import { admin, CLI_TIMEOUT_MS, CliResult, ROOT } from '../support/cli';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser, unique } from '../support/factories';
+import { asError } from '../support/errors';
 
 const AppTierDocument = parse(`query AppTier($slug: String!) { app(slug: $slug) { slug tier } }`) as TypedDocumentNode<
   { app: { slug: string; tier: string } },
@@ -19,7 +20,7 @@ function npmAdmin(databaseUrl: string, ...args: string[]): Promise<CliResult> {
       ['run', '--silent', 'admin', '--', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: CLI_TIMEOUT_MS },
       (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
+        if (err && typeof err.code !== 'number') return reject(asError(err));
         resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
       },
     );

@@ -5,6 +5,7 @@ import { CommandSpec } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 import { rest, TestGateway } from '../support/gateway';
 import { makeEggWithPeople } from '../support/factories';
+import { asError } from '../support/errors';
 
 export const MINUTE_MS = 60_000;
 export { ISO_MS } from '../support/factories';
@@ -45,7 +46,7 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
       },
       (e) => {
         signal.removeEventListener('abort', onAbort);
-        reject(e);
+        reject(asError(e));
       },
     );
   });

@@ -11,7 +11,7 @@ describe('RowLease', () => {
   const at = (s: number) => new Date(t0.getTime() + s * 1000);
   const builds = new RowLease({ table: 'jobs_t', until: 'lease_until', scope: "status = 'building'" });
   const runners = new RowLease({ table: 'jobs_t', until: 'lease_until', holder: 'holder', scope: 'status IS NOT NULL' });
-  const leases = async () => Object.fromEntries(((await q.query('SELECT id, holder, lease_until FROM jobs_t ORDER BY id')) as Array<{ id: string; holder: string | null; lease_until: Date | null }>).map((r) => [r.id, [r.holder, r.lease_until?.toISOString() ?? null]]));
+  const leases = async () => Object.fromEntries((await q.query<Array<{ id: string; holder: string | null; lease_until: Date | null }>>('SELECT id, holder, lease_until FROM jobs_t ORDER BY id')).map((r) => [r.id, [r.holder, r.lease_until?.toISOString() ?? null]]));
 
   beforeAll(async () => {
     db = await createTestDatabase();

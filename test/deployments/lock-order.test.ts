@@ -36,7 +36,7 @@ describe('a build ending while its deployment is deleted', () => {
       // Wait until finishBuild is blocked by the deleter's transaction.
       const pid: number = (await deleter.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
       for (let blocked = false; !blocked; ) {
-        const rows = (await t.gateway.ds.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])) as unknown[];
+        const rows = await t.gateway.ds.query<unknown[]>('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
         blocked = rows.length > 0;
         if (!blocked) await new Promise((r) => setImmediate(r));
       }

@@ -34,9 +34,10 @@ function eventQueue() {
         if (closed) return Promise.resolve({ value: undefined, done: true });
         return new Promise((r) => (waiting = r));
       },
-      close: async () => {
+      close: () => {
         closed = true;
         waiting?.({ value: undefined, done: true });
+        return Promise.resolve();
       },
     },
   };
@@ -48,8 +49,8 @@ function logSource(store: LogLine[], q: ReturnType<typeof eventQueue>, over: Par
   const since = over.since ?? null;
   return {
     events: q.events,
-    check: async () => deployment(1),
-    read: async (afterSeq) => store.filter((l) => l.seq > afterSeq && (!type || l.type === type) && (!since || l.timestamp > since)).slice(0, over.pageSize ?? 3),
+    check: () => Promise.resolve(deployment(1)),
+    read: (afterSeq) => Promise.resolve(store.filter((l) => l.seq > afterSeq && (!type || l.type === type) && (!since || l.timestamp > since)).slice(0, over.pageSize ?? 3)),
     pageSize: 3,
     type,
     since,
@@ -128,10 +129,7 @@ describe('the log stream seam', () => {
     let exists = true;
     const stream = logBatchStream(
       logSource(store, q, {
-        check: async () => {
-          if (!visible) throw new Error('not found');
-          return exists ? deployment(1) : null;
-        },
+        check: () => (visible ? Promise.resolve(exists ? deployment(1) : null) : Promise.reject(new Error('not found'))),
       }),
     );
     expect(await take(stream, 1)).toEqual([1]);
@@ -143,7 +141,7 @@ describe('the log stream seam', () => {
     await expect(stream.next()).rejects.toThrow('not found');
 
     const q2 = eventQueue();
-    const gone = logBatchStream(logSource([], q2, { check: async () => (exists ? deployment(1) : null) }));
+    const gone = logBatchStream(logSource([], q2, { check: () => Promise.resolve(exists ? deployment(1) : null) }));
     exists = false;
     q2.push({ kind: 'access' });
     expect(await gone.next()).toEqual({ value: undefined, done: true });
@@ -153,7 +151,7 @@ describe('the log stream seam', () => {
 describe('the status stream', () => {
   it('the current state at once, then each newer revision; stale and repeated events are dropped; deleted ends it', async () => {
     const q = eventQueue();
-    const stream = statusStream(deployment(2), { events: q.events, check: async () => deployment(2) });
+    const stream = statusStream(deployment(2), { events: q.events, check: () => Promise.resolve(deployment(2)) });
     expect((await stream.next()).value?.revision).toBe(2);
     q.push({ kind: 'status', deployment: deployment(1) });
     q.push({ kind: 'status', deployment: deployment(2) });
@@ -166,7 +164,7 @@ describe('the status stream', () => {
 
   it('after a resync the row says where it stands: a newer revision is sent, once', async () => {
     const q = eventQueue();
-    const stream = statusStream(deployment(1), { events: q.events, check: async () => deployment(4, DeploymentStatus.FAILED) });
+    const stream = statusStream(deployment(1), { events: q.events, check: () => Promise.resolve(deployment(4, DeploymentStatus.FAILED)) });
     await stream.next();
     q.push({ kind: 'resync' });
     expect((await stream.next()).value).toMatchObject({ revision: 4 });

@@ -18,9 +18,11 @@ describe('zero-config start with the embedded PostgreSQL', () => {
   let stderr = '';
   let stdout = '';
   /** The server's JSON log lines (stdout), and waiters for a line to come. */
-  const logLines: Array<Record<string, any>> = [];
-  const logWaiters: Array<{ match: (l: Record<string, any>) => boolean; resolve: () => void }> = [];
-  const untilLogged = (match: (l: Record<string, any>) => boolean) =>
+  /** One JSON log line of the server, as pino writes it. */
+  type LogLine = { msg?: string; signal?: string; req?: { remotePort?: number } };
+  const logLines: LogLine[] = [];
+  const logWaiters: Array<{ match: (l: LogLine) => boolean; resolve: () => void }> = [];
+  const untilLogged = (match: (l: LogLine) => boolean) =>
     new Promise<void>((resolve) => (logLines.some(match) ? resolve() : logWaiters.push({ match, resolve })));
   const env = () => {
     const e: NodeJS.ProcessEnv = { ...process.env, HATCHERY_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', HATCHERY_SIM_BUILD_MS: '300', LOG_LEVEL: 'info' };
@@ -44,9 +46,12 @@ describe('zero-config start with the embedded PostgreSQL', () => {
         partial = lines.pop()!;
         for (const line of lines) {
           if (!line.startsWith('{')) continue;
-          const entry = JSON.parse(line) as Record<string, any>;
+          const entry = JSON.parse(line) as LogLine;
           logLines.push(entry);
-          for (const w of logWaiters.splice(0)) (w.match(entry) ? w.resolve() : logWaiters.push(w));
+          for (const w of logWaiters.splice(0)) {
+            if (w.match(entry)) w.resolve();
+            else logWaiters.push(w);
+          }
         }
       });
       server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)));
@@ -94,7 +99,7 @@ describe('zero-config start with the embedded PostgreSQL', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
     });
-    const answered = new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const answered = new Promise<{ status: number; body: unknown }>((resolve, reject) => {
       inflight.on('response', (res) => {
         let text = '';
         res.on('data', (c) => (text += c));

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { makeUser } from '../support/factories';
 import { startGateway, TestGateway } from '../support/gateway';
+import { wsText } from '../support/ws-text';
 
 describe('graphql-ws keep-alive', () => {
   let t: TestGateway;
@@ -14,7 +15,7 @@ describe('graphql-ws keep-alive', () => {
     const ws = new WebSocket(t.url.replace('http', 'ws') + '/graphql', 'graphql-transport-ws');
     await new Promise((resolve) => ws.once('open', resolve));
     ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${user.token}` } }));
-    const ack = await new Promise<string>((resolve) => ws.once('message', (m) => resolve(String(m))));
+    const ack = await new Promise<string>((resolve) => ws.once('message', (m) => resolve(wsText(m))));
     expect(JSON.parse(ack).type).toBe('connection_ack');
     await new Promise<void>((resolve) => ws.once('ping', () => resolve()));
     expect(ws.readyState).toBe(WebSocket.OPEN);

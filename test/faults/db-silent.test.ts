@@ -81,7 +81,7 @@ describe('a database that stops answering (connections open, nothing comes back)
     // Bounded by the timeouts, not by TCP's own (minutes) or never: a loose bound, not a benchmark.
     expect(elapsed).toBeLessThan(15_000);
     // The gateway closed the frozen connections it had used, instead of returning them to the pool.
-    await until('the proxy to see the gateway close a frozen connection', async () => proxy.closedWhileStuck > 0, 200, 25);
+    await until('the proxy to see the gateway close a frozen connection', () => Promise.resolve(proxy.closedWhileStuck > 0), 200, 25);
 
     // The event bus's LISTEN connection is checked too: /readyz says so, and a new one is sought.
     await until('/readyz to report the database and the events down', async () => {

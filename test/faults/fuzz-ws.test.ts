@@ -10,6 +10,7 @@ import { DateTimeScalar } from '../../src/graphql/scalars';
 import { openStream, LiveStream, runWs } from '../abuse/helpers';
 import { deploy, makeApp, settle } from '../support/factories';
 import { DatabaseWatch, furnish, Furnished } from './helpers';
+import { closeReason } from '../support/errors';
 
 /**
  * Property-based fuzzing of the variables of the graphql-ws subscriptions `deploymentLogs(id, type,
@@ -270,7 +271,7 @@ function watchedClient(token: string): Watched {
     onNonLazyError: () => undefined,
     on: {
       connected: (socket) => void w.sockets.add(socket),
-      closed: (e) => void w.closes.push({ code: (e as { code: number }).code, reason: String((e as { reason?: unknown }).reason ?? '') }),
+      closed: (e) => void w.closes.push({ code: (e as { code: number }).code, reason: closeReason(e) }),
     },
   });
   return w;
@@ -370,7 +371,7 @@ function idClass(vars: Vars, key: string, reals: string[]): { expect: Expect; re
   const v = vars[key];
   if (typeof v === 'string') {
     if (reals.includes(v)) return { expect: 'accept', real: v };
-    const real = reals.find((r) => r.toLowerCase() === v.replace(/\u0000/g, '').trim().toLowerCase());
+    const real = reals.find((r) => r.toLowerCase() === v.replaceAll('\u0000', '').trim().toLowerCase());
     return real ? { expect: 'either', real } : { expect: 'refuse' };
   }
   return { expect: 'refuse' }; // integers are IDs that name nothing; anything else is no ID
@@ -506,7 +507,7 @@ type Caller = 'owner' | 'collaborator' | 'stranger';
 function cronExpectation(v: Vars, caller: Caller = 'owner'): Expect {
   const mine = caller === 'stranger' ? { slug: theirs.slug, cronId: theirs.cronId } : { slug: f.slug, cronId: f.cronId };
   const app = own(v, 'app') && typeof v.app === 'string' ? v.app : null;
-  const appClass: Expect = app === mine.slug ? 'accept' : app !== null && app.replace(/\u0000/g, '').trim().toLowerCase() === mine.slug ? 'either' : 'refuse';
+  const appClass: Expect = app === mine.slug ? 'accept' : app !== null && app.replaceAll('\u0000', '').trim().toLowerCase() === mine.slug ? 'either' : 'refuse';
   return worst(appClass, idClass(v, 'id', [mine.cronId]).expect);
 }
 

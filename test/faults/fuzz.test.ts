@@ -8,7 +8,9 @@ import {
   GraphQLInputType,
   GraphQLList,
   GraphQLNonNull,
+  Kind,
   OperationDefinitionNode,
+  OperationTypeNode,
   parse,
   print,
   typeFromAST,
@@ -262,7 +264,7 @@ function bodyTypes(route: Route): Record<string, GraphQLInputType> {
 
 function parseOp(source: string): OperationDefinitionNode {
   const doc = parse(source);
-  return doc.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+  return doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
 }
 
 const pathParams = (route: Route) => [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
@@ -564,7 +566,7 @@ function gqlCase(op: OperationDefinitionNode): fc.Arbitrary<GqlCase> {
       faults.push(text.filter((x) => !real.has(x.trim().toLowerCase())).map((x) => [`unknown ${s.path.join('.')}`, set(s, x)]));
     }
   }
-  const mutation = op.operation === 'mutation';
+  const mutation = op.operation === OperationTypeNode.MUTATION;
   const fault: fc.Arbitrary<[string, Patch]> = mutation
     ? fc.oneof(...faults)
     : fc.oneof({ weight: 1, arbitrary: fc.constant(['none', () => undefined] as [string, Patch]) }, { weight: 2, arbitrary: fc.oneof(...faults) });
@@ -578,13 +580,13 @@ function gqlCase(op: OperationDefinitionNode): fc.Arbitrary<GqlCase> {
 }
 
 const operations = Object.entries(generated as Record<string, unknown>)
-  .filter(([k, v]) => k.endsWith('Document') && (v as DocumentNode)?.kind === 'Document')
+  .filter(([k, v]) => k.endsWith('Document') && (v as DocumentNode)?.kind === Kind.DOCUMENT)
   .map(([k, v]) => {
     const doc = v as DocumentNode;
-    const op = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+    const op = doc.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
     return { name: k.replace(/Document$/, ''), doc, op };
   })
-  .filter(({ op }) => op.operation !== 'subscription' && (op.variableDefinitions ?? []).length > 0);
+  .filter(({ op }) => op.operation !== OperationTypeNode.SUBSCRIPTION && (op.variableDefinitions ?? []).length > 0);
 
 describe('GraphQL fuzzing of the typed operations: client errors only, the database unchanged', () => {
   it('covers every typed query and mutation that takes variables', () => {
@@ -607,7 +609,7 @@ describe('GraphQL fuzzing of the typed operations: client errors only, the datab
       const codes = (body.errors ?? []).map((e) => e.extensions?.code);
       if (codes.includes('INTERNAL_SERVER_ERROR') || codes.some((x) => x === undefined)) throw new Error(`not a client error: ${what}`);
       if (body.errors?.length) refused++;
-      if (op.operation === 'mutation' && (!body.errors?.length || (body.data && body.data[field] != null))) throw new Error(`a faulty mutation was not refused: ${what}`);
+      if (op.operation === OperationTypeNode.MUTATION && (!body.errors?.length || (body.data && body.data[field] != null))) throw new Error(`a faulty mutation was not refused: ${what}`);
       await expectUnchanged(what);
     });
     expect(refused).toBeGreaterThan(0);

@@ -178,7 +178,7 @@ describe('/readyz with pg-boss jobs', () => {
   it('a stopped pg-boss is not healthy', async () => {
     const jobs = new Jobs(t.db.url, createLogger('silent'));
     expect(jobs.healthy).toBe(false); // not started yet
-    await jobs.start([{ name: 'readyz-probe', handler: async () => undefined }]);
+    await jobs.start([{ name: 'readyz-probe', handler: () => Promise.resolve() }]);
     try {
       expect(jobs.healthy).toBe(true);
     } finally {

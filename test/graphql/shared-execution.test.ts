@@ -52,12 +52,12 @@ describe('sharedSubscribe', () => {
                 if ((value as { explode?: boolean }).explode) throw new Error('source failed');
                 return { value, done: false };
               },
-              async return(): Promise<IteratorResult<object>> {
+              return(): Promise<IteratorResult<object>> {
                 open = false;
                 closedSources++;
                 listeners.splice(listeners.indexOf(push), 1);
                 wake?.();
-                return { value: undefined, done: true };
+                return Promise.resolve({ value: undefined, done: true });
               },
               [Symbol.asyncIterator]() {
                 return this;

@@ -24,7 +24,7 @@ describe('pg-boss statement timeout', () => {
 
   it('a send blocked by a table lock fails with a statement timeout; it works again once the lock is gone', async () => {
     jobs = new Jobs(db.url, createLogger('silent'), undefined, { statementTimeoutMs: 300 });
-    await jobs.start([{ name: 'timeout-probe', handler: async () => undefined }]);
+    await jobs.start([{ name: 'timeout-probe', handler: () => Promise.resolve() }]);
     await jobs.send('timeout-probe', 60_000);
     // Its pool makes connections that cannot end the process with a stray 'error' (test/faults/stray-pg-error).
     const pool = ((jobs as unknown as { boss: { getDb(): unknown } }).boss.getDb() as { pool: { options: { Client?: unknown } } }).pool;

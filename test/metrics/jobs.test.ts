@@ -66,8 +66,8 @@ describe('Jobs', () => {
     let ran = 0;
     try {
       await jobs.start([
-        { name: 'metrics-fails', pollSeconds: 0.5, handler: async () => Promise.reject(new Error('broken on purpose')) },
-        { name: 'metrics-works', pollSeconds: 0.5, handler: async () => void ran++ },
+        { name: 'metrics-fails', pollSeconds: 0.5, handler: () => Promise.reject(new Error('broken on purpose')) },
+        { name: 'metrics-works', pollSeconds: 0.5, handler: () => Promise.resolve(void ran++) },
       ]);
       const idle = new Scrape(await metrics.scrape());
       expect(idle.value(FAILURES, { queue: 'metrics-fails' })).toBe(0);

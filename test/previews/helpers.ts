@@ -3,6 +3,7 @@ import { BuildResult, EggSpec, LogSink, ProvisionedResource } from '../../src/ru
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 import { rest, TestGateway } from '../support/gateway';
 import { makeEggWithPeople } from '../support/factories';
+import { asError } from '../support/errors';
 
 export const HOUR_MS = 3600 * 1000;
 export const DAY_MS = 24 * HOUR_MS;
@@ -117,15 +118,15 @@ export class PreviewRuntime extends SimulatedRuntime {
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return reject(asError(signal.reason));
+    const onAbort = () => reject(asError(signal.reason));
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (v) => {
         signal.removeEventListener('abort', onAbort);
         resolve(v);
       },
-      (e) => reject(e),
+      (e) => reject(asError(e)),
     );
   });
 }

@@ -81,7 +81,7 @@ describe('REST array fields take arrays only', () => {
       const send = (value: unknown) =>
         f.where === 'body'
           ? rest(t.url, owner.token, f.method.toUpperCase(), url, { [name]: value })
-          : rest(t.url, owner.token, f.method.toUpperCase(), `${url}?${new URLSearchParams({ [name]: String(value) })}`);
+          : rest(t.url, owner.token, f.method.toUpperCase(), `${url}?${new URLSearchParams({ [name]: String(value) }).toString()}`);
       const single = await send(one);
       expectInvalid(single, name);
       expect(single.body.errors).toContainEqual({ field: name, message: 'must be an array' });

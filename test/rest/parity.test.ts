@@ -20,8 +20,8 @@ describe('REST ↔ GraphQL parity over the route table', () => {
   let user: TestUser;
   let slug: string;
   let liveId: string;
-  const samples: Record<string, () => Promise<Sample>> = {
-    'POST /deploy': async () => ({
+  const samples: Record<string, () => Sample | Promise<Sample>> = {
+    'POST /deploy': () => ({
       path: '/deploy',
       body: { project: slug, env: { A: '1' } },
       variables: { input: { project: slug, env: { A: '1' } } },
@@ -30,10 +30,10 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         expect({ ...r, id: 0, url: 0, created_at: 0, updated_at: 0 }).toEqual({ ...g, id: 0, url: 0, created_at: 0, updated_at: 0 });
       },
     }),
-    'GET /deployments': async () => ({ path: `/deployments?project=${slug}&limit=5`, variables: { project: slug, limit: 5 } }),
-    'GET /deployments/:id': async () => ({ path: `/deployments/${liveId}`, variables: { id: liveId } }),
-    'GET /deployments/:id/logs': async () => ({ path: `/deployments/${liveId}/logs?type=build`, variables: { id: liveId, type: 'BUILD' } }),
-    'PATCH /apps/:slug/resources': async () => ({
+    'GET /deployments': () => ({ path: `/deployments?project=${slug}&limit=5`, variables: { project: slug, limit: 5 } }),
+    'GET /deployments/:id': () => ({ path: `/deployments/${liveId}`, variables: { id: liveId } }),
+    'GET /deployments/:id/logs': () => ({ path: `/deployments/${liveId}/logs?type=build`, variables: { id: liveId, type: 'BUILD' } }),
+    'PATCH /apps/:slug/resources': () => ({
       path: `/apps/${slug}/resources`,
       body: { memory_mb: 384 },
       variables: { slug, input: { memoryMb: 384 } },
@@ -47,7 +47,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         compare: (r, g) => expect({ ...r, created_at: 0 }).toEqual({ ...g, created_at: 0 }),
       };
     },
-    'GET /v1/apps/:slug/volume': async () => ({ path: `/v1/apps/${slug}/volume`, variables: { slug } }),
+    'GET /v1/apps/:slug/volume': () => ({ path: `/v1/apps/${slug}/volume`, variables: { slug } }),
     'DELETE /v1/apps/:slug/volume': async () => {
       const other = (await makeApp(t.url, user)).slug;
       await rest(t.url, user.token, "POST", `/v1/apps/${other}/volume`, { size_mb: 100 });
@@ -70,7 +70,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         },
       };
     },
-    'GET /v1/apps/:slug/previews': async () => ({
+    'GET /v1/apps/:slug/previews': () => ({
       path: `/v1/apps/${slug}/previews`,
       variables: { slug },
       // A preview build may finish between the two reads; everything but its status must agree.
@@ -83,7 +83,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
       await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/previews`, { pr_number: 8 });
       return { path: `/v1/apps/${slug}/previews/7`, variables: { slug, pr: 8 }, compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]) };
     },
-    'POST /billing/energy-pack/checkout': async () => ({
+    'POST /billing/energy-pack/checkout': () => ({
       path: '/billing/energy-pack/checkout',
       variables: {},
       compare: (r, g) => {
@@ -105,7 +105,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         },
       };
     },
-    'GET /v1/apps/:slug/crons': async () => ({ path: `/v1/apps/${slug}/crons?limit=5`, variables: { slug, limit: 5 } }),
+    'GET /v1/apps/:slug/crons': () => ({ path: `/v1/apps/${slug}/crons?limit=5`, variables: { slug, limit: 5 } }),
     'DELETE /v1/apps/:slug/crons/:id': async () => {
       const a = await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'a' });
       const b = await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'b' });
@@ -130,7 +130,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         },
       };
     },
-    'GET /v1/apps/:slug/webhooks': async () => ({ path: `/v1/apps/${slug}/webhooks`, variables: { slug } }),
+    'GET /v1/apps/:slug/webhooks': () => ({ path: `/v1/apps/${slug}/webhooks`, variables: { slug } }),
     'DELETE /v1/apps/:slug/webhooks/:id': async () => {
       const other = (await makeApp(t.url, user)).slug;
       const body = { url: 'https://hooks.invalid/x', events: ['deploy'] };

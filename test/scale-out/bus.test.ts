@@ -35,7 +35,10 @@ describe('event bus over LISTEN/NOTIFY', () => {
     const waiters: Array<{ n: number; resolve: () => void }> = [];
     b.addEventListener(name, (e) => {
       got.push((e as CustomEvent<Note>).detail);
-      for (const w of waiters.splice(0)) (got.length >= w.n ? w.resolve() : waiters.push(w));
+      for (const w of waiters.splice(0)) {
+        if (got.length >= w.n) w.resolve();
+        else waiters.push(w);
+      }
     });
     return { got, waitFor: (n: number) => new Promise<void>((resolve) => (got.length >= n ? resolve() : waiters.push({ n, resolve }))) };
   }
@@ -102,10 +105,7 @@ describe('event bus over LISTEN/NOTIFY', () => {
 
   it('an expansion that fails hands listeners a resync instead, and the stream goes on', async () => {
     const [a, b] = [await bus('bus_test_3'), await bus('bus_test_3')];
-    b.expandWith('T', async (_name, value) => {
-      if ((value as Note).kind === 'ref') throw new Error('storage unreachable');
-      return [];
-    });
+    b.expandWith('T', (_name, value) => ((value as Note).kind === 'ref' ? Promise.reject(new Error('storage unreachable')) : Promise.resolve([])));
     const heard = listen(b, 'T:3');
     const before = errors.length;
     send(a, 'T:3', { kind: 'ref', n: 1 });

@@ -673,13 +673,13 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     let second: Side;
     try {
       await senders[0].send(queue, 1000);
-      await until('one gateway to be sending all twelve', async () => newlyReceived().length >= 12, 400, 25);
+      await until('one gateway to be sending all twelve', () => Promise.resolve(newlyReceived().length >= 12), 400, 25);
       [first] = starts[queue].slice(before.starts);
       // A second run now can only be worked by the other gateway (the first is busy with its run).
       await senders[1].send(queue, 1000);
       await until(
         'the second run to be over, or to send again',
-        async () => runs[queue].length - before.runs >= 1 || newlyReceived().length > 12,
+        () => Promise.resolve(runs[queue].length - before.runs >= 1 || newlyReceived().length > 12),
         400,
         25,
       );

@@ -4,6 +4,7 @@ import { DeploymentLogStreamDocument } from '../../src/client/generated';
 import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { collect, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle } from '../support/factories';
+import { wsText } from '../support/ws-text';
 
 /**
  * A subscriber that stops reading must not take the gateway down or hold unbounded memory:
@@ -28,7 +29,7 @@ describe('a subscriber that stops reading', () => {
     await new Promise((resolve) => slow.once('open', resolve));
     slow.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${user.token}` } }));
     await new Promise<void>((resolve) => slow.once('message', () => resolve()));
-    slow.on('message', (m) => messages.push(JSON.parse(String(m))));
+    slow.on('message', (m) => messages.push(JSON.parse(wsText(m))));
     slow.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: print(DeploymentLogStreamDocument), variables: { id: d.id } } }));
 
     const healthy = wsClient(t.url, user.token);

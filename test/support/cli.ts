@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { asError } from './errors';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const CLI_TIMEOUT_MS = 60_000;
@@ -18,7 +19,7 @@ export function admin(databaseUrl: string, ...args: string[]): Promise<CliResult
       ['-r', '@swc-node/register', 'src/cli/admin.ts', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: CLI_TIMEOUT_MS },
       (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') return reject(err);
+        if (err && typeof err.code !== 'number') return reject(asError(err));
         resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
       },
     );

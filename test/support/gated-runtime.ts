@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { BuildResult, EggSpec, LogSink } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
+import { asError } from './errors';
 
 interface Deferred {
   promise: Promise<void>;
@@ -19,7 +20,7 @@ export class GatedRuntime extends SimulatedRuntime {
   async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
     if (this.held.has(spec.slug)) {
       await new Promise<void>((resolve, reject) => {
-        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        signal.addEventListener('abort', () => reject(asError(signal.reason)), { once: true });
         void this.gate(spec.slug).promise.then(resolve);
       });
     }

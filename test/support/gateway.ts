@@ -6,6 +6,7 @@ import { buildApp, BuildOptions, Gateway } from '../../src/app';
 import { loadConfig, Config } from '../../src/config';
 import { createTestDatabase, TestDatabase } from './db';
 import { checkRestResponse } from './openapi-check';
+import { closeReason } from './errors';
 
 export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 
@@ -113,7 +114,7 @@ export function wsClient(url: string, token: string | null, onClose?: (code: num
     connectionParams: token ? { authorization: `Bearer ${token}` } : {},
     retryAttempts: 0,
     lazy: true,
-    on: { closed: (e) => onClose?.((e as { code: number }).code, String((e as { reason?: unknown }).reason ?? '')) },
+    on: { closed: (e) => onClose?.((e as { code: number }).code, closeReason(e)) },
   });
 }
 

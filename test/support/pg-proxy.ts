@@ -98,7 +98,10 @@ export class PgProxy {
   /** From now on every new connection is swallowed; those being forwarded are cut. */
   silence(): void {
     this.mode = 'silent';
-    for (const [client, server] of this.forwarded) client.destroy(), server.destroy();
+    for (const [client, server] of this.forwarded) {
+      client.destroy();
+      server.destroy();
+    }
     this.forwarded.clear();
   }
 

@@ -50,12 +50,12 @@ export class FakeDns {
   }
 
   install(): this {
-    const promisesLookup = async (host: string, options?: dns.LookupOptions | number): Promise<unknown> => {
+    const promisesLookup = (host: string, options?: dns.LookupOptions | number): Promise<unknown> => {
       this.asked.push({ api: 'promises', host });
       const opts = typeof options === 'number' ? { family: options } : (options ?? {});
       const list = this.answer(this.precheck, host, Number(opts.family ?? 0));
-      if (!list) throw FakeDns.notFound(host);
-      return opts.all ? list : list[0];
+      if (!list) return Promise.reject(FakeDns.notFound(host));
+      return Promise.resolve(opts.all ? list : list[0]);
     };
     const callbackLookup = (host: string, options: unknown, callback?: unknown): void => {
       const cb = (typeof options === 'function' ? options : callback) as (err: Error | null, address?: unknown, family?: number) => void;

@@ -221,7 +221,7 @@ export interface Delivering {
   receiver: Receiver;
   t: TestGateway;
   owner: TestUser;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 /** Starts a Receiver and a gateway with 127.0.0.1 allow-listed and the receiver's certificate trusted, `env` on top. */
@@ -232,7 +232,7 @@ export async function startDelivering(env: Record<string, string>, opts: BuildOp
     receiver,
     t,
     owner: await makeUser(t.gateway),
-    async stop() {
+    stop: async () => {
       await t.stop();
       await receiver.stop();
     },
