@@ -70,7 +70,7 @@ const LOAD = path.join(__dirname, 'load.js');
 interface Child {
   proc: ChildProcess;
   /** The next line on stdout with this event, parsed; rejects if the process ends first. */
-  next(event: string, timeoutMs: number): Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  next(event: string, timeoutMs: number): Promise<Record<string, any>>;
   send(obj: unknown): void;
   stop(): Promise<void>;
 }
@@ -300,7 +300,7 @@ function gqlTarget(url: string, token: string, query: string, first: number) {
 }
 
 /** One request by hand first: a misconfigured target must fail loudly, not measure errors fast. */
-async function check(target: { url: string; method?: string; headers?: Record<string, string>; body?: string }, count: (body: any) => number, expected: number) { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function check(target: { url: string; method?: string; headers?: Record<string, string>; body?: string }, count: (body: any) => number, expected: number) {
   const res = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
   const text = await res.text();
   let body: unknown;

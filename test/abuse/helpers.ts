@@ -8,7 +8,6 @@ import { asError } from '../support/errors';
 export interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   text: string;
 }
@@ -165,7 +164,6 @@ export interface RawExchange {
   /** The status line's code, or 0 when nothing came back. */
   status: number;
   /** The JSON body, when there is one. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   closedAfterMs: number;
 }

@@ -107,7 +107,7 @@ describe('payment webhook POST /billing/webhooks/stripe', () => {
   );
 
   describe('signature', () => {
-    async function expectRejected(send: (payload: string, sessionId: string) => Promise<{ status: number; body: any }>) { // eslint-disable-line @typescript-eslint/no-explicit-any
+    async function expectRejected(send: (payload: string, sessionId: string) => Promise<{ status: number; body: any }>) {
       const { user, sessionId } = await checkout();
       const res = await send(sessionEvent(COMPLETED, sessionId), sessionId);
       expect(res.status).toBe(400);

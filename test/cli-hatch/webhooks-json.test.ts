@@ -41,7 +41,7 @@ describe('hatch webhooks <app> --json', () => {
     receiver.reply('/json-ok', { status: 204 });
     ok(await hatch(env, ['webhooks', 'test', slug, pinged.webhook.id]));
 
-    const listed = JSON.parse(ok(await hatch(env, ['webhooks', slug, '--json'])).stdout) as Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const listed = JSON.parse(ok(await hatch(env, ['webhooks', slug, '--json'])).stdout) as Array<Record<string, any>>;
     // Exactly what the server has, field for field: ids, urls, events, state, last delivery.
     const { webhooks } = await gqlOk(t.url, user.token, WebhooksDocument, { app: slug });
     expect(listed).toEqual(webhooks);

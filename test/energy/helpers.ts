@@ -95,7 +95,7 @@ export function signature(payload: string, secret = WEBHOOK_SECRET, timestamp?: 
 }
 
 /** Delivers a payload to the payment webhook as Stripe does. */
-export async function deliver(url: string, payload: string, sig?: string): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function deliver(url: string, payload: string, sig?: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`${url}/billing/webhooks/stripe`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(sig === undefined ? {} : { 'stripe-signature': sig }) },

@@ -19,7 +19,7 @@ class Captured {
     return this.raw.join('');
   }
 
-  get lines(): Array<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  get lines(): Array<Record<string, any>> {
     return this.text
       .split('\n')
       .filter(Boolean)

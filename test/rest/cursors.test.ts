@@ -152,6 +152,6 @@ describe('forged cursors', () => {
       body: JSON.stringify({ query, variables }),
     });
     expect(res.status).toBeLessThan(500);
-    return (await res.json()) as { data?: unknown; errors?: Array<{ message: string; extensions?: Record<string, any> }> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+    return (await res.json()) as { data?: unknown; errors?: Array<{ message: string; extensions?: Record<string, any> }> };
   }
 });

@@ -12,7 +12,7 @@ interface Sample {
   body?: Record<string, unknown>;
   variables: Record<string, unknown>;
   /** For writes, which fields must agree (ids and times differ between two writes). */
-  compare?: (restBody: any, twinBody: any) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+  compare?: (restBody: any, twinBody: any) => void;
 }
 
 describe('REST ↔ GraphQL parity over the route table', () => {

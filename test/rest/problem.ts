@@ -3,7 +3,7 @@ import { TestGateway } from '../support/gateway';
 export interface RestResponse {
   status: number;
   headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;
 }
 
 /** A deployment id that is well formed but names nothing. */

@@ -216,7 +216,7 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     watch('webhooks-deliver', side, s.webhooks, 'deliverDue');
   }
 
-  const q = <T = Record<string, any>>(sql: string, params: unknown[] = []): Promise<T[]> => t.gateway.ds.query(sql, params); // eslint-disable-line @typescript-eslint/no-explicit-any
+  const q = <T = Record<string, any>>(sql: string, params: unknown[] = []): Promise<T[]> => t.gateway.ds.query(sql, params);
 
   const jobCounts = async (queue: string): Promise<{ pending: number; failed: number }> =>
     (

@@ -53,7 +53,7 @@ export async function startGateway(env: Record<string, string> = {}, opts: Build
 export interface GqlResult<T> {
   status: number;
   data?: T | null;
-  errors?: Array<{ message: string; extensions?: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  errors?: Array<{ message: string; extensions?: Record<string, any> }>;
 }
 
 /** A GraphQL request over real HTTP. */
@@ -86,7 +86,7 @@ export async function rest(
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; headers: Headers; body: any }> {
   const res = await fetch(`${url}${path}`, {
     method,
     headers: {

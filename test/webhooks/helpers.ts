@@ -21,7 +21,7 @@ export interface Received {
   headers: Record<string, string>;
   body: string;
   /** The parsed JSON body (undefined when it is not JSON). */
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: any;
   /** When the whole request had arrived (Date.now()). */
   at: number;
 }
@@ -137,7 +137,7 @@ export function verifyDelivery(secret: string, r: Received, receiverNowMs?: numb
 }
 
 /** Asserts the Standard Webhooks headers and a valid signature; returns the parsed body. */
-export function expectSigned(secret: string, r: Received, receiverNowMs?: number): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+export function expectSigned(secret: string, r: Received, receiverNowMs?: number): any {
   expect(r.method).toBe('POST');
   expect(r.headers['content-type']).toMatch(/^application\/json/);
   expect(r.headers['webhook-id']).toEqual(expect.any(String));
@@ -212,7 +212,7 @@ export async function deliveriesWhen(
 }
 
 /** Raw rows of webhook_deliveries for a webhook, oldest first. */
-export async function deliveryRows(t: TestGateway, webhookId: string): Promise<Array<Record<string, any>>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function deliveryRows(t: TestGateway, webhookId: string): Promise<Array<Record<string, any>>> {
   return t.gateway.ds.query('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id', [webhookId]);
 }
 
