@@ -79,6 +79,10 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
     // Packages as Node and TypeScript resolve them: subpath exports (graphql-ws/use/ws), types-only packages.
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['require', 'import', 'node', 'types', 'default'], mainFields: ['main', 'types', 'typings'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['require', 'import', 'node', 'types', 'default'],
+      mainFields: ['main', 'types', 'typings'],
+    },
   },
 };

@@ -8,8 +8,7 @@ const foreign = (entry) =>
   entry.optional === true &&
   ((Array.isArray(entry.os) && !entry.os.includes(process.platform)) || (Array.isArray(entry.cpu) && !entry.cpu.includes(process.arch)));
 
-const packages = (lock) =>
-  Object.fromEntries(Object.entries(lock.packages ?? {}).filter(([, entry]) => !foreign(entry)));
+const packages = (lock) => Object.fromEntries(Object.entries(lock.packages ?? {}).filter(([, entry]) => !foreign(entry)));
 
 const committed = JSON.parse(execFileSync('git', ['show', 'HEAD:package-lock.json'], { encoding: 'utf8', maxBuffer: 64 << 20 }));
 const installed = JSON.parse(fs.readFileSync('package-lock.json', 'utf8'));

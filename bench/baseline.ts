@@ -94,7 +94,9 @@ export async function startBaselineWs(field: 'deploymentLogs' | 'deploymentLogBa
   const subscribed = new Map<WebSocket, string>();
   wss.on('connection', (ws) => {
     ws.on('message', (data) => {
-      const msg = JSON.parse(Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8'));
+      const msg = JSON.parse(
+        Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8'),
+      );
       if (msg.type === 'connection_init') ws.send('{"type":"connection_ack"}');
       else if (msg.type === 'subscribe') subscribed.set(ws, msg.id);
       else if (msg.type === 'ping') ws.send('{"type":"pong"}');

@@ -114,7 +114,7 @@ function isoMs(buf, at) {
   const key = digits(buf, at, 4) * 10000 + digits(buf, at + 5, 2) * 100 + digits(buf, at + 8, 2);
   if (key !== dayKey) {
     dayKey = key;
-    dayMs = Date.UTC(Math.floor(key / 10000), Math.floor(key / 100) % 100 - 1, key % 100);
+    dayMs = Date.UTC(Math.floor(key / 10000), (Math.floor(key / 100) % 100) - 1, key % 100);
   }
   return dayMs + ((digits(buf, at + 11, 2) * 60 + digits(buf, at + 14, 2)) * 60 + digits(buf, at + 17, 2)) * 1000 + digits(buf, at + 20, 3);
 }

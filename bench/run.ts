@@ -79,7 +79,10 @@ interface Child {
 const children = new Set<ChildProcess>();
 
 function startLoad(mode: 'http' | 'subscribe', spec: unknown): Child {
-  const proc = spawn(process.execPath, [...(process.env.BENCH_LOAD_NODE_ARGS ?? '').split(' ').filter(Boolean), LOAD, mode, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'], cwd: ROOT });
+  const proc = spawn(process.execPath, [...(process.env.BENCH_LOAD_NODE_ARGS ?? '').split(' ').filter(Boolean), LOAD, mode, JSON.stringify(spec)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    cwd: ROOT,
+  });
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   const queue: Array<Record<string, unknown>> = [];
@@ -150,7 +153,8 @@ async function autocannon(
     const r = (await child.next('result', (S.seconds + S.warmup + 30) * 1000)) as unknown as HttpResult;
     if (r.errors || r.timeouts) throw new Error(`${label}: ${r.errors} errors, ${r.timeouts} timeouts`);
     if (status === undefined && r.non2xx) throw new Error(`${label}: ${r.non2xx} non-2xx answers`);
-    if (status !== undefined && r.statusCodes[status] !== r.requests) throw new Error(`${label}: expected every answer to be ${status}, got ${JSON.stringify(r.statusCodes)}`);
+    if (status !== undefined && r.statusCodes[status] !== r.requests)
+      throw new Error(`${label}: expected every answer to be ${status}, got ${JSON.stringify(r.statusCodes)}`);
     log(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms`);
     return r;
   } finally {
@@ -253,7 +257,11 @@ async function seed(gateway: Gateway): Promise<Seed> {
   await ds.getRepository(App).insert(apps);
   await ds
     .getRepository(Collaborator)
-    .insert(apps.filter((a) => a.ownerId !== viewer.user.id).map((a) => Object.assign(new Collaborator(), { appId: a.id, userId: viewer.user.id, createdAt: new Date(t0) })));
+    .insert(
+      apps
+        .filter((a) => a.ownerId !== viewer.user.id)
+        .map((a) => Object.assign(new Collaborator(), { appId: a.id, userId: viewer.user.id, createdAt: new Date(t0) })),
+    );
   const deployments: Deployment[] = [];
   for (let round = 0; round < 5; round++) {
     apps.forEach((a, i) => deployments.push(deploymentRow(a.id, viewer.user.id, new Date(t0 + 10_000 + round * 1000 + i), a.slug)));
@@ -300,7 +308,11 @@ function gqlTarget(url: string, token: string, query: string, first: number) {
 }
 
 /** One request by hand first: a misconfigured target must fail loudly, not measure errors fast. */
-async function check(target: { url: string; method?: string; headers?: Record<string, string>; body?: string }, count: (body: any) => number, expected: number) {
+async function check(
+  target: { url: string; method?: string; headers?: Record<string, string>; body?: string },
+  count: (body: any) => number,
+  expected: number,
+) {
   const res = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
   const text = await res.text();
   let body: unknown;
@@ -335,8 +347,22 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
   ] as const) {
     const tput = r.rps / baseline.rps;
     const p99 = r.latency.p99 / baseline.latency.p99;
-    rows.push({ measure: `${name}: throughput (req/s)`, gateway: Math.round(r.rps), baseline: Math.round(baseline.rps), ratio: tput, goal: '≥ 0.5', met: tput >= 0.5 });
-    rows.push({ measure: `${name}: p99 latency (ms)`, gateway: r.latency.p99, baseline: +baseline.latency.p99.toFixed(1), ratio: p99, goal: '≤ 2', met: p99 <= 2 });
+    rows.push({
+      measure: `${name}: throughput (req/s)`,
+      gateway: Math.round(r.rps),
+      baseline: Math.round(baseline.rps),
+      ratio: tput,
+      goal: '≥ 0.5',
+      met: tput >= 0.5,
+    });
+    rows.push({
+      measure: `${name}: p99 latency (ms)`,
+      gateway: r.latency.p99,
+      baseline: +baseline.latency.p99.toFixed(1),
+      ratio: p99,
+      goal: '≤ 2',
+      met: p99 <= 2,
+    });
   }
 }
 
@@ -350,11 +376,17 @@ const GQL_REFUSED = `query BenchRefused { ${Array.from({ length: 200 }, (_, i) =
  */
 async function refusalPhase(gatewayUrl: string, baselineUrl: string, token: string, counter: { n: number; on: boolean }) {
   log('Refusals: a GraphQL operation over the alias limit');
-  const target = { url: `${gatewayUrl}/graphql`, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ query: GQL_REFUSED }) };
+  const target = {
+    url: `${gatewayUrl}/graphql`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: GQL_REFUSED }),
+  };
   const first = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
   const body = (await first.json()) as { errors?: Array<{ extensions?: { code?: string } }> };
   const code = body.errors?.[0]?.extensions?.code;
-  if (first.status !== 400 || code !== 'BAD_USER_INPUT') throw new Error(`the over-limit operation was not refused: ${first.status} ${JSON.stringify(body).slice(0, 300)}`);
+  if (first.status !== 400 || code !== 'BAD_USER_INPUT')
+    throw new Error(`the over-limit operation was not refused: ${first.status} ${JSON.stringify(body).slice(0, 300)}`);
   counter.on = true;
   const statements: number[] = [];
   for (let i = 0; i < 10; i++) {
@@ -377,8 +409,22 @@ async function refusalPhase(gatewayUrl: string, baselineUrl: string, token: stri
   });
   const tput = refused.rps / base.rps;
   const p99 = refused.latency.p99 / base.latency.p99;
-  rows.push({ measure: 'Refused operation: throughput (req/s)', gateway: Math.round(refused.rps), baseline: Math.round(base.rps), ratio: tput, goal: '(reported)', met: null });
-  rows.push({ measure: 'Refused operation: p99 latency (ms)', gateway: refused.latency.p99, baseline: base.latency.p99, ratio: base.latency.p99 > 0 ? p99 : null, goal: '(reported)', met: null });
+  rows.push({
+    measure: 'Refused operation: throughput (req/s)',
+    gateway: Math.round(refused.rps),
+    baseline: Math.round(base.rps),
+    ratio: tput,
+    goal: '(reported)',
+    met: null,
+  });
+  rows.push({
+    measure: 'Refused operation: p99 latency (ms)',
+    gateway: refused.latency.p99,
+    baseline: base.latency.p99,
+    ratio: base.latency.p99 > 0 ? p99 : null,
+    goal: '(reported)',
+    met: null,
+  });
 }
 
 async function statementsPerRequest(url: string, token: string, query: string, first: number, counter: { n: number }): Promise<number[]> {
@@ -460,7 +506,14 @@ async function ingestPhase(gateway: Gateway, pool: Pool, seedData: Seed) {
   if (n !== rounds.length * S.ingestLines) throw new Error(`gateway writer stored ${n} lines, expected ${rounds.length * S.ingestLines}`);
   raw.ingest = rounds;
   const mid = [...rounds].sort((a, b) => a.ratio - b.ratio)[1]; // the median round
-  rows.push({ measure: 'Log ingestion into PostgreSQL (lines/s, median round)', gateway: Math.round(mid.gateway), baseline: Math.round(mid.baseline), ratio: mid.ratio, goal: '≥ 0.7', met: mid.ratio >= 0.7 });
+  rows.push({
+    measure: 'Log ingestion into PostgreSQL (lines/s, median round)',
+    gateway: Math.round(mid.gateway),
+    baseline: Math.round(mid.baseline),
+    ratio: mid.ratio,
+    goal: '≥ 0.7',
+    met: mid.ratio >= 0.7,
+  });
 }
 
 /**
@@ -493,7 +546,14 @@ interface StreamReport {
   [k: string]: unknown;
 }
 
-async function stream(label: string, wsUrl: string, token: string, deploymentId: string, produce: (i: number, probe: boolean) => void, flush: () => Promise<void>): Promise<StreamReport & { rate: number }> {
+async function stream(
+  label: string,
+  wsUrl: string,
+  token: string,
+  deploymentId: string,
+  produce: (i: number, probe: boolean) => void,
+  flush: () => Promise<void>,
+): Promise<StreamReport & { rate: number }> {
   const child = startLoad('subscribe', {
     url: wsUrl,
     token,
@@ -507,7 +567,10 @@ async function stream(label: string, wsUrl: string, token: string, deploymentId:
     // Probe lines until every subscriber has received one: then each is listening live.
     const ready = child.next('ready', 30_000);
     let isReady = false;
-    ready.then(() => (isReady = true), () => undefined);
+    ready.then(
+      () => (isReady = true),
+      () => undefined,
+    );
     for (let p = 0; !isReady && p < 300; p++) {
       produce(p, true);
       await Promise.race([ready.catch(() => undefined), sleep(100)]);
@@ -565,7 +628,10 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
   const deadline = Date.now() + 60_000;
   let active = '?';
   while (Date.now() < deadline) {
-    const metrics = await fetch(`${gateway.url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => '');
+    const metrics = await fetch(`${gateway.url}/metrics`, { signal: AbortSignal.timeout(10_000) }).then(
+      (r) => r.text(),
+      () => '',
+    );
     active = /^hatchery_graphql_subscriptions_active (\d+)/m.exec(metrics)?.[1] ?? '?';
     if (active === '0') break;
     await sleep(250);
@@ -589,7 +655,7 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
     goal: 'all (= 1)',
     met: gw.delivered === gw.expectedTotal,
   });
-  const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / (r.deliverySpanMs)) * 1000 : 0);
+  const perSecond = (r: StreamReport) => (r.deliverySpanMs > 0 ? (r.delivered / r.deliverySpanMs) * 1000 : 0);
   rows.push({
     measure: 'Live logs: lines/s delivered (all subscribers)',
     gateway: Math.round(perSecond(gw)),
@@ -626,7 +692,18 @@ async function cronPhase(gateway: Gateway, pool: Pool) {
   const crons: Cron[] = [];
   for (let i = 0; i < S.crons; i++) {
     const at = new Date();
-    crons.push(Object.assign(new Cron(), { id: newId('cron', at), appId: apps[i % owners].id, schedule: '* * * * *', command: 'echo bench', enabled: true, nextRunAt: due, createdAt: at, updatedAt: at }));
+    crons.push(
+      Object.assign(new Cron(), {
+        id: newId('cron', at),
+        appId: apps[i % owners].id,
+        schedule: '* * * * *',
+        command: 'echo bench',
+        enabled: true,
+        nextRunAt: due,
+        createdAt: at,
+        updatedAt: at,
+      }),
+    );
   }
   for (let i = 0; i < crons.length; i += 1000) await ds.getRepository(Cron).insert(crons.slice(i, i + 1000));
   if (Date.now() >= due.getTime()) throw new Error('seeding the crons took longer than their lead time');
@@ -648,7 +725,9 @@ async function cronPhase(gateway: Gateway, pool: Pool) {
     if (running === 0) break;
     await sleep(250);
   }
-  const { rows: [r] } = await pool.query(
+  const {
+    rows: [r],
+  } = await pool.query(
     `SELECT count(*)::int AS runs,
             count(started_at)::int AS started,
             count(*) FILTER (WHERE status = 'skipped_depleted')::int AS skipped,
@@ -660,7 +739,9 @@ async function cronPhase(gateway: Gateway, pool: Pool) {
     [due],
   );
   const maxS = r.max_s === null ? null : Number(r.max_s);
-  log(`  ${r.started}/${S.crons} started (${r.succeeded} succeeded, ${r.skipped} skipped); delay p50 ${Number(r.p50).toFixed(2)} s, p99 ${Number(r.p99).toFixed(2)} s, max ${maxS?.toFixed(2)} s`);
+  log(
+    `  ${r.started}/${S.crons} started (${r.succeeded} succeeded, ${r.skipped} skipped); delay p50 ${Number(r.p50).toFixed(2)} s, p99 ${Number(r.p99).toFixed(2)} s, max ${maxS?.toFixed(2)} s`,
+  );
   raw.cron = { crons: S.crons, ...r, p50: Number(r.p50), p99: Number(r.p99), max_s: maxS };
   rows.push({
     measure: `Cron: ${S.crons} due at once, started / latest start after due (s)`,
@@ -688,7 +769,14 @@ function machine() {
 function table(): string {
   const fmt = (v: number | string | null) => (v === null ? '–' : typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v);
   const head = ['measure', 'gateway', 'baseline', 'ratio', 'goal', 'met'];
-  const body = rows.map((r) => [r.measure, fmt(r.gateway), fmt(r.baseline), r.ratio === null ? '–' : r.ratio.toFixed(2), r.goal, r.met === null ? '–' : r.met ? 'yes' : 'NO']);
+  const body = rows.map((r) => [
+    r.measure,
+    fmt(r.gateway),
+    fmt(r.baseline),
+    r.ratio === null ? '–' : r.ratio.toFixed(2),
+    r.goal,
+    r.met === null ? '–' : r.met ? 'yes' : 'NO',
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i])).join(' | ') + ' |';
   return [line(head), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...body.map(line)].join('\n');
@@ -707,7 +795,7 @@ async function main() {
   const cleanup = () =>
     (stopped ??= (async () => {
       const stopping = Date.now();
-      for (const child of children) child.kill("SIGTERM");
+      for (const child of children) child.kill('SIGTERM');
       await baselineHttp?.close().catch((err) => log(`baseline close: ${err}`));
       await pool?.end().catch((err) => log(`pool close: ${err}`));
       await gateway?.stop().catch((err) => log(`gateway stop: ${err}`));
@@ -719,7 +807,9 @@ async function main() {
     // on, not once: a library's own exit hook (signal-exit) re-raises the signal when it is alone.
     process.on(signal, () => {
       if (!stopped) log(`${signal}: stopping`);
-      void cleanup().catch((err) => log(`cleanup failed: ${err}`)).finally(() => process.exit(130));
+      void cleanup()
+        .catch((err) => log(`cleanup failed: ${err}`))
+        .finally(() => process.exit(130));
     });
   }
   try {
@@ -746,7 +836,16 @@ async function main() {
       HATCHERY_MAX_CONNECTIONS_PER_IP: String(S.subscribers + S.connections + 100),
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
-    gateway = buildApp(config, { logger, db: { onQuery: (sql) => { if (!counter.on) return; counter.n++; if (process.env.BENCH_PRINT_SQL) log(`  SQL: ${sql.replace(/\s+/g, ' ')}`); } } });
+    gateway = buildApp(config, {
+      logger,
+      db: {
+        onQuery: (sql) => {
+          if (!counter.on) return;
+          counter.n++;
+          if (process.env.BENCH_PRINT_SQL) log(`  SQL: ${sql.replace(/\s+/g, ' ')}`);
+        },
+      },
+    });
     const url = await gateway.start(0);
     pool = new Pool({ connectionString: db.url, max: 10 });
     log(`gateway: ${url}; PostgreSQL ${await pgVersion(pool)}; ${machine().nproc} cores; node ${process.version}`);
@@ -790,4 +889,3 @@ main().catch((err) => {
   log(`bench failed: ${err instanceof Error ? err.stack : err}`);
   process.exitCode = 1;
 });
-

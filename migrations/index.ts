@@ -15,4 +15,17 @@ import type { MigrationInterface } from 'typeorm';
 type MigrationClass = new () => MigrationInterface;
 
 /** Migrations in order; `npm run migration:generate -- <Name>` writes a new one and adds it here. */
-export const migrations: MigrationClass[] = [Foundation1795223854825, DeploymentRevision1795224402337, AppMemoryOverride1795224723572, Volumes1795224817543, Previews1795225000731, EnergyAndBilling1795225515786, Crons1795225682120, ManualCronRuns1795226051839, Webhooks1795226380830, EventPayloads1795228614320, RunnerLease1795228617037, HostSeparator1795519548387];
+export const migrations: MigrationClass[] = [
+  Foundation1795223854825,
+  DeploymentRevision1795224402337,
+  AppMemoryOverride1795224723572,
+  Volumes1795224817543,
+  Previews1795225000731,
+  EnergyAndBilling1795225515786,
+  Crons1795225682120,
+  ManualCronRuns1795226051839,
+  Webhooks1795226380830,
+  EventPayloads1795228614320,
+  RunnerLease1795228617037,
+  HostSeparator1795519548387,
+];

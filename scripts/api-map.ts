@@ -4,15 +4,7 @@
  * the OpenAPI document built from it, GraphQL-only operations from the schema, so the page cannot
  * say something the gateway does not do.
  */
-import {
-  FieldNode,
-  GraphQLObjectType,
-  GraphQLSchema,
-  Kind,
-  OperationDefinitionNode,
-  parse,
-  SelectionSetNode,
-} from 'graphql';
+import { FieldNode, GraphQLObjectType, GraphQLSchema, Kind, OperationDefinitionNode, parse, SelectionSetNode } from 'graphql';
 import type { OpenApiDocument } from '../src/rest/openapi';
 import type { Route } from '../src/rest/routes';
 

@@ -60,7 +60,10 @@ ${[...down].reverse().map(sql).join('\n')}
   let text = readFileSync(index, 'utf8');
   text = `import { ${className} } from './${stamp}-${name}';\n` + text;
   text = text.replace(/export const migrations: MigrationClass\[\] = \[(.*)\];/s, (_m, list: string) => {
-    const items = list.split(',').map((s) => s.trim()).filter(Boolean);
+    const items = list
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     return `export const migrations: MigrationClass[] = [\n${[...items, className].map((c) => `  ${c},\n`).join('')}];`;
   });
   writeFileSync(index, text);
@@ -79,9 +82,7 @@ async function check(): Promise<void> {
 }
 
 const [cmd, arg] = process.argv.slice(2);
-(cmd === 'generate' ? generate(arg) : cmd === 'check' ? check() : Promise.reject(new Error('usage: migrations generate <Name> | check'))).catch(
-  (err) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
+(cmd === 'generate' ? generate(arg) : cmd === 'check' ? check() : Promise.reject(new Error('usage: migrations generate <Name> | check'))).catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

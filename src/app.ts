@@ -61,13 +61,18 @@ function dataDirSecret(config: Config, name: string, make: () => string): string
 
 /** The key for secrets at rest: from config, else generated once into the data dir. */
 export function loadEncryptionKey(config: Config): Buffer {
-  return config.encryptionKey ?? Buffer.from(dataDirSecret(config, 'encryption.key', () => randomBytes(32).toString('base64')), 'base64');
+  return (
+    config.encryptionKey ??
+    Buffer.from(
+      dataDirSecret(config, 'encryption.key', () => randomBytes(32).toString('base64')),
+      'base64',
+    )
+  );
 }
 
 /** Stripe when it is configured, else the built-in sandbox; both verified with the same secret. */
 function paymentProvider(config: Config, baseUrl: () => string) {
-  const webhookSecret =
-    config.stripe.webhookSecret ?? dataDirSecret(config, 'stripe-webhook.secret', () => `whsec_${randomBytes(24).toString('base64')}`);
+  const webhookSecret = config.stripe.webhookSecret ?? dataDirSecret(config, 'stripe-webhook.secret', () => `whsec_${randomBytes(24).toString('base64')}`);
   const api = config.stripe.apiBase ? new URL(config.stripe.apiBase) : null;
   const stripe = new Stripe(config.stripe.secretKey ?? 'sk_test_sandbox_unused', {
     timeout: config.stripeTimeoutMs, // per attempt; the SDK's own default is 80 s
@@ -152,7 +157,12 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       };
       const runtime = opts.runtime
         ? opts.runtime(ds)
-        : new SimulatedRuntime(ds, { buildMs: config.simBuildMs, runtimeLogMs: config.simRuntimeLogMs, sleepAfterMs: config.simSleepAfterMs, commandMs: config.simCommandMs });
+        : new SimulatedRuntime(ds, {
+            buildMs: config.simBuildMs,
+            runtimeLogMs: config.simRuntimeLogMs,
+            sleepAfterMs: config.simSleepAfterMs,
+            commandMs: config.simCommandMs,
+          });
       const baseUrl = () => config.publicUrl ?? url;
       services = createServices({
         ds,
@@ -216,9 +226,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           { name: 'previews-expire', cron: '* * * * *', handler: () => previews.expire() },
           { name: 'previews-reclaim', cron: '* * * * *', handler: () => previews.reclaimOrphans() },
           { name: 'energy-meter', cron: '* * * * *', handler: () => energy.meter() },
-          ...(config.webhooks.worker
-            ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }]
-            : []),
+          ...(config.webhooks.worker ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }] : []),
         ]);
       }
       if (config.webhooks.worker) services.webhooks.wake(); // what a crashed gateway left in the outbox

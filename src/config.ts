@@ -160,7 +160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cronsPerEgg: int(env, 'HATCHERY_MAX_CRONS_PER_EGG', 20, 1, 100_000),
     },
     webhooks: {
-      allowHosts: (env.HATCHERY_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHosts: (env.HATCHERY_WEBHOOK_ALLOW_HOSTS ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
       timeoutMs: int(env, 'HATCHERY_WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
       retryScheduleMs: durations(env, 'HATCHERY_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
       disableAfter: int(env, 'HATCHERY_WEBHOOK_DISABLE_AFTER', 5, 1, 1000),

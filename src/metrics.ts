@@ -172,7 +172,10 @@ export class Metrics {
         const started = starts(ctx).get(id);
         starts(ctx).delete(id);
         if (!streaming && started !== undefined) {
-          this.graphqlDuration.observe({ operation: this.operationName(op?.name?.value), type: op?.operation ?? 'unknown' }, (performance.now() - started) / 1000);
+          this.graphqlDuration.observe(
+            { operation: this.operationName(op?.name?.value), type: op?.operation ?? 'unknown' },
+            (performance.now() - started) / 1000,
+          );
         }
         const failed = !streaming && Boolean((result as { errors?: unknown[] }).errors?.length);
         this.graphqlOperations.inc({

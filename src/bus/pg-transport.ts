@@ -128,7 +128,11 @@ export class PgTransport implements BusTransport {
     this.client = null;
     if (client) {
       // A silent server never answers the goodbye: after the timeout the socket is just closed.
-      await within(client.end().catch(() => undefined), this.timeoutMs, () => undefined);
+      await within(
+        client.end().catch(() => undefined),
+        this.timeoutMs,
+        () => undefined,
+      );
       destroyConnection(client);
     }
     await this.draining;

@@ -44,8 +44,7 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   let waiting: ((r: IteratorResult<Payload>) => void) | null = null;
   let closed = false;
   let overflowed = false;
-  const overflow = () =>
-    new LimitExceeded('subscription', `the subscriber fell more than ${maxPending} events behind; subscribe again from its last line`);
+  const overflow = () => new LimitExceeded('subscription', `the subscriber fell more than ${maxPending} events behind; subscribe again from its last line`);
   const listener = (e: Event) => {
     if (closed || overflowed) return;
     const detail = (e as CustomEvent<Payload>).detail;

@@ -59,11 +59,9 @@ export const PASSWORD_FILE = 'postgres.password';
 export const LOCATION_FILE = 'pg.location';
 
 const DATABASE = 'hatchery';
-const HBA = [
-  '# Written by Hatchery: password (scram-sha-256) logins over 127.0.0.1 only; no unix socket.',
-  'host all all 127.0.0.1/32 scram-sha-256',
-  '',
-].join('\n');
+const HBA = ['# Written by Hatchery: password (scram-sha-256) logins over 127.0.0.1 only; no unix socket.', 'host all all 127.0.0.1/32 scram-sha-256', ''].join(
+  '\n',
+);
 
 type Ids = { uid: number; gid: number } | Record<string, never>;
 
@@ -130,7 +128,10 @@ function serverBinaries(ids: Ids, native: string, home: string, log: (msg: strin
   if (!('uid' in ids) || runnable(ids, native)) return native;
   const real = realpathSync(native);
   const version = /\d+(\.\d+)*/.exec(execFileSync(path.join(real, 'bin/postgres'), ['-V']).toString())?.[0] ?? 'unknown';
-  const hash = createHash('sha256').update(readFileSync(path.join(real, 'bin/postgres'))).digest('hex').slice(0, 12);
+  const hash = createHash('sha256')
+    .update(readFileSync(path.join(real, 'bin/postgres')))
+    .digest('hex')
+    .slice(0, 12);
   const copy = path.join(home, `postgres-${version}-${hash}`);
   if (!existsSync(copy)) {
     mkdirOpen(home);
@@ -151,7 +152,9 @@ function serverBinaries(ids: Ids, native: string, home: string, log: (msg: strin
     }
   }
   if (!runnable(ids, copy)) {
-    throw new EmbeddedPostgresError(`the postgres user cannot run ${path.join(copy, 'bin/postgres')}: make ${home} and the folders above it searchable by it (chmod o+x), or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot run ${path.join(copy, 'bin/postgres')}: make ${home} and the folders above it searchable by it (chmod o+x), or set DATABASE_URL`,
+    );
   }
   return copy;
 }
@@ -186,7 +189,9 @@ function clusterDir(ids: Ids, dataDir: string, home: string, log: (msg: string) 
   const readPointer = () => {
     const target = readFileSync(pointer, 'utf8').trim();
     if (!existsSync(target)) {
-      throw new EmbeddedPostgresError(`${pointer} says the embedded PostgreSQL cluster is in ${target}, which does not exist: restore that folder, or delete ${pointer} to start with an empty database`);
+      throw new EmbeddedPostgresError(
+        `${pointer} says the embedded PostgreSQL cluster is in ${target}, which does not exist: restore that folder, or delete ${pointer} to start with an empty database`,
+      );
     }
     return target;
   };
@@ -194,15 +199,22 @@ function clusterDir(ids: Ids, dataDir: string, home: string, log: (msg: string) 
   const inPlace = path.join(dataDir, 'pg');
   if (reachable(ids, dataDir)) return inPlace;
   if (existsSync(path.join(inPlace, 'PG_VERSION'))) {
-    throw new EmbeddedPostgresError(`the postgres user cannot reach the embedded PostgreSQL cluster in ${inPlace}: make the folders above it searchable by that user (chmod o+x), or move the cluster to a folder it can reach and write that folder's path into ${pointer}`);
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot reach the embedded PostgreSQL cluster in ${inPlace}: make the folders above it searchable by that user (chmod o+x), or move the cluster to a folder it can reach and write that folder's path into ${pointer}`,
+    );
   }
   // Named after the data dir for operators, made unique so a data dir deleted and made again starts empty.
   const real = realpathSync(dataDir);
-  const slug = real.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+/, '').slice(-60);
+  const slug = real
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+/, '')
+    .slice(-60);
   const folder = path.join(home, 'clusters', `${slug}-${randomBytes(4).toString('hex')}`);
   for (const dir of [home, path.dirname(folder), folder]) mkdirOpen(dir);
   if (!reachable(ids, folder)) {
-    throw new EmbeddedPostgresError(`the postgres user cannot reach ${folder}: make ${home} and the folders above it searchable by it (chmod o+x), or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot reach ${folder}: make ${home} and the folders above it searchable by it (chmod o+x), or set DATABASE_URL`,
+    );
   }
   writeFileSync(path.join(folder, 'data-dir'), real + '\n');
   const pgDir = path.join(folder, 'pg');
@@ -223,14 +235,18 @@ function ensureDataDir(dataDir: string): void {
     mkdirSync(dataDir, { recursive: true });
   } catch (err) {
     const c = code(err);
-    if (c === 'EEXIST' || c === 'ENOTDIR') throw new EmbeddedPostgresError(`the data dir ${dataDir} is not a folder: set HATCHERY_DATA_DIR to a folder, or set DATABASE_URL`);
+    if (c === 'EEXIST' || c === 'ENOTDIR')
+      throw new EmbeddedPostgresError(`the data dir ${dataDir} is not a folder: set HATCHERY_DATA_DIR to a folder, or set DATABASE_URL`);
     throw new EmbeddedPostgresError(`cannot create the data dir ${dataDir} (${c}): set HATCHERY_DATA_DIR to a folder this user can write, or set DATABASE_URL`);
   }
-  if (!statSync(dataDir).isDirectory()) throw new EmbeddedPostgresError(`the data dir ${dataDir} is not a folder: set HATCHERY_DATA_DIR to a folder, or set DATABASE_URL`);
+  if (!statSync(dataDir).isDirectory())
+    throw new EmbeddedPostgresError(`the data dir ${dataDir} is not a folder: set HATCHERY_DATA_DIR to a folder, or set DATABASE_URL`);
   try {
     accessSync(dataDir, constants.W_OK | constants.X_OK);
   } catch {
-    throw new EmbeddedPostgresError(`the data dir ${dataDir} is not writable by this user: give it to this user (chown), set HATCHERY_DATA_DIR to another folder, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `the data dir ${dataDir} is not writable by this user: give it to this user (chown), set HATCHERY_DATA_DIR to another folder, or set DATABASE_URL`,
+    );
   }
 }
 
@@ -247,7 +263,9 @@ function checkCluster(ids: Ids, pgDir: string): void {
   if (user === undefined || st.uid === user) return;
   if (!cluster && 'uid' in ids) return chownSync(pgDir, ids.uid, ids.gid);
   const who = 'uid' in ids ? 'the postgres user (the gateway runs as root)' : `this user (uid ${user})`;
-  throw new EmbeddedPostgresError(`the embedded PostgreSQL cluster in ${pgDir} belongs to uid ${st.uid}, but would run as ${who}: start the gateway as that cluster's user, or chown -R the cluster to the new one`);
+  throw new EmbeddedPostgresError(
+    `the embedded PostgreSQL cluster in ${pgDir} belongs to uid ${st.uid}, but would run as ${who}: start the gateway as that cluster's user, or chown -R the cluster to the new one`,
+  );
 }
 
 /** A SCRAM-SHA-256 verifier, so the plain password never reaches the server (or its logs). */
@@ -323,7 +341,14 @@ function alive(pid: number): boolean {
 
 /** 'refused': the server answers but does not take the password (a wrong or missing one). */
 async function probe(port: number, password: string | null): Promise<'ok' | 'down' | 'refused'> {
-  const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password: password ?? undefined, database: 'postgres', connectionTimeoutMillis: 1000 });
+  const client = new Client({
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    password: password ?? undefined,
+    database: 'postgres',
+    connectionTimeoutMillis: 1000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -338,7 +363,9 @@ async function probe(port: number, password: string | null): Promise<'ok' | 'dow
 
 function refused(pgDir: string, dataDir: string): EmbeddedPostgresError {
   const file = path.join(dataDir, PASSWORD_FILE);
-  return new EmbeddedPostgresError(`the embedded PostgreSQL in ${pgDir} refuses the password in ${file}: stop the gateway, delete ${file} and start again to set a new one`);
+  return new EmbeddedPostgresError(
+    `the embedded PostgreSQL in ${pgDir} refuses the password in ${file}: stop the gateway, delete ${file} and start again to set a new one`,
+  );
 }
 
 function runningCluster(pgDir: string): { pid: number; port: number } | null {
@@ -404,7 +431,11 @@ export async function startEmbeddedPostgres(
       asServer(ids, { stdio: ['ignore', 'ignore', 'pipe'] }),
     );
     if (r.error || r.status !== 0) {
-      const why = String(r.stderr ?? '').trim().split('\n').pop() || (r.error ? code(r.error) : `exit ${r.status}`);
+      const why =
+        String(r.stderr ?? '')
+          .trim()
+          .split('\n')
+          .pop() || (r.error ? code(r.error) : `exit ${r.status}`);
       throw new EmbeddedPostgresError(`initdb could not create a cluster in ${pgDir} (${why}): fix that folder, or set HATCHERY_DATA_DIR to another one`);
     }
   }
@@ -413,22 +444,27 @@ export async function startEmbeddedPostgres(
   const port = opts.port ?? (await freePort());
   const out = openSync(logFile, 'a');
   if ('uid' in ids) chownSync(logFile, ids.uid, ids.gid);
-  const child = spawn(
-    path.join(bin, 'postgres'),
-    ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    { ...ids, cwd: '/', detached: true, stdio: ['ignore', out, out] },
-  );
+  const child = spawn(path.join(bin, 'postgres'), ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], {
+    ...ids,
+    cwd: '/',
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
   closeSync(out);
   child.unref();
   writeFileSync(ownerFile, String(process.pid));
   let exited = false;
   child.once('exit', () => (exited = true));
-  await waitFor(async () => {
-    if (exited) throw new EmbeddedPostgresError(`the embedded PostgreSQL in ${pgDir} exited during start: see ${logFile}`);
-    const state = await probe(port, password);
-    if (state === 'refused') throw refused(pgDir, dataDir);
-    return state === 'ok';
-  }, 60_000, 'the embedded PostgreSQL to accept connections');
+  await waitFor(
+    async () => {
+      if (exited) throw new EmbeddedPostgresError(`the embedded PostgreSQL in ${pgDir} exited during start: see ${logFile}`);
+      const state = await probe(port, password);
+      if (state === 'refused') throw refused(pgDir, dataDir);
+      return state === 'ok';
+    },
+    60_000,
+    'the embedded PostgreSQL to accept connections',
+  );
 
   const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
   await admin.connect();

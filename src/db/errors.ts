@@ -22,7 +22,8 @@ const UNAVAILABLE_CODES = new Set([
   '53300', // too_many_connections
 ]);
 // pg's own wording when a connection ends under it (these errors carry no code).
-const UNAVAILABLE_MESSAGES = /Connection terminated|terminating connection|Client has encountered a connection error|timeout exceeded when trying to connect|Connection is not open/i;
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|terminating connection|Client has encountered a connection error|timeout exceeded when trying to connect|Connection is not open/i;
 
 /** The error, the driver error TypeORM wraps, and any `cause` chain. */
 function* chain(err: unknown): Generator<{ code?: unknown; message?: unknown }> {

@@ -47,7 +47,10 @@ export class GuardedClient extends Client {
   }
 
   private giveUp(): void {
-    destroyConnection(this, Object.assign(new Error(`PostgreSQL did not answer within ${this.replyTimeoutMs} ms; the connection was closed`), { code: 'ETIMEDOUT' }));
+    destroyConnection(
+      this,
+      Object.assign(new Error(`PostgreSQL did not answer within ${this.replyTimeoutMs} ms; the connection was closed`), { code: 'ETIMEDOUT' }),
+    );
   }
 }
 

@@ -48,11 +48,15 @@ export class RowLease {
     const { table, until, holder, scope } = this.columns;
     if ('ids' in which) {
       if (which.ids.length === 0) return [];
-      const [rows]: [Array<{ id: string }>, number] = await db.query(`UPDATE ${table} SET ${until} = NULL WHERE id = ANY($1) AND ${scope} RETURNING id`, [which.ids]);
+      const [rows]: [Array<{ id: string }>, number] = await db.query(`UPDATE ${table} SET ${until} = NULL WHERE id = ANY($1) AND ${scope} RETURNING id`, [
+        which.ids,
+      ]);
       return rows.map((r) => r.id);
     }
     if (!holder) throw new Error(`${table}: its leases name no holder`);
-    const [rows]: [Array<{ id: string }>, number] = await db.query(`UPDATE ${table} SET ${holder} = NULL, ${until} = NULL WHERE ${holder} = $1 RETURNING id`, [which.holder]);
+    const [rows]: [Array<{ id: string }>, number] = await db.query(`UPDATE ${table} SET ${holder} = NULL, ${until} = NULL WHERE ${holder} = $1 RETURNING id`, [
+      which.holder,
+    ]);
     return rows.map((r) => r.id);
   }
 }

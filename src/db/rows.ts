@@ -18,7 +18,11 @@ export class EntityRows<T extends ObjectLiteral> {
   private readonly fields: Array<[column: string, property: string]>;
   private readonly create: () => T;
 
-  constructor(ds: DataSource, target: EntityTarget<T>, readonly alias: string) {
+  constructor(
+    ds: DataSource,
+    target: EntityTarget<T>,
+    readonly alias: string,
+  ) {
     const meta = ds.getMetadata(target);
     if (meta.embeddeds.length) throw new Error(`EntityRows: ${meta.name} has embedded columns`);
     this.fields = meta.columns.map((c) => {

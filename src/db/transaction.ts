@@ -7,10 +7,7 @@ export type AfterCommit = (effect: () => void | Promise<void>) => void;
  * waking workers) run only once the transaction has committed, so nobody sees an event for a
  * change that rolled back.
  */
-export async function inTransaction<T>(
-  ds: DataSource,
-  work: (tx: EntityManager, afterCommit: AfterCommit) => Promise<T>,
-): Promise<T> {
+export async function inTransaction<T>(ds: DataSource, work: (tx: EntityManager, afterCommit: AfterCommit) => Promise<T>): Promise<T> {
   const effects: Array<() => void | Promise<void>> = [];
   const result = await ds.transaction((tx) => work(tx, (effect) => effects.push(effect)));
   for (const effect of effects) await effect();

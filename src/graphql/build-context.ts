@@ -29,18 +29,18 @@ export function contextFactory(deps: { services: Services; ds: DataSource; clock
   return {
     renew: (ctx) => ({ ...ctx, loaders: createLoaders(deps.ds) }),
     authenticate: async (authorization, requestId) => {
-    const token = credentialOf(authorization);
-    if (token === null) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
-    const auth = await deps.services.accounts.authenticate(token);
-    if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
-    return {
-      services: deps.services,
-      actor: { user: auth.user, tokenId: auth.tokenId },
-      tokenExpiresAt: auth.tokenExpiresAt,
-      loaders: createLoaders(deps.ds),
-      clock: deps.clock,
-      requestId,
-    };
+      const token = credentialOf(authorization);
+      if (token === null) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
+      const auth = await deps.services.accounts.authenticate(token);
+      if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
+      return {
+        services: deps.services,
+        actor: { user: auth.user, tokenId: auth.tokenId },
+        tokenExpiresAt: auth.tokenExpiresAt,
+        loaders: createLoaders(deps.ds),
+        clock: deps.clock,
+        requestId,
+      };
     },
   };
 }

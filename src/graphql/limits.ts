@@ -89,7 +89,9 @@ function maxListRule(context: ValidationContext): ASTVisitor {
   return {
     ListValue(node) {
       if (node.values.length > MAX_LIST_ITEMS) {
-        context.reportError(limitError('list', `A list argument holds ${node.values.length} items; the limit is ${MAX_LIST_ITEMS}.`, MAX_LIST_ITEMS, node.values.length));
+        context.reportError(
+          limitError('list', `A list argument holds ${node.values.length} items; the limit is ${MAX_LIST_ITEMS}.`, MAX_LIST_ITEMS, node.values.length),
+        );
       }
     },
   };
@@ -233,7 +235,11 @@ export class OperationGuard {
   }
 
   private tooManyNodes(): GraphQLError {
-    return limitError('cost', `Cost limit of ${this.limits.maxCost} exceeded: the operation expands to more than ${MAX_COST_NODES} fields.`, this.limits.maxCost);
+    return limitError(
+      'cost',
+      `Cost limit of ${this.limits.maxCost} exceeded: the operation expands to more than ${MAX_COST_NODES} fields.`,
+      this.limits.maxCost,
+    );
   }
 
   /** The errors refusing this operation; empty when it may run. */
@@ -257,7 +263,9 @@ export class OperationGuard {
   assertWithin(name: string, query: string): void {
     const errors = this.check({ query }, true);
     if (errors.length) {
-      throw new Error(`${name}: its GraphQL operation breaks a configured limit (${errors.map((e) => e.message).join('; ')}); raise HATCHERY_GRAPHQL_MAX_${String(errors[0].extensions.limit).toUpperCase()}`);
+      throw new Error(
+        `${name}: its GraphQL operation breaks a configured limit (${errors.map((e) => e.message).join('; ')}); raise HATCHERY_GRAPHQL_MAX_${String(errors[0].extensions.limit).toUpperCase()}`,
+      );
     }
   }
 }

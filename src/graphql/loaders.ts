@@ -9,7 +9,15 @@ import { volumesLoaders } from '../modules/volumes/volumes.loaders';
 
 /** Fresh per operation, so a cache never outlives the request that filled it. */
 export function createLoaders(ds: DataSource) {
-  return { ...accountsLoaders(ds), ...appsLoaders(ds), ...deploymentsLoaders(ds), ...volumesLoaders(ds), ...previewsLoaders(ds), ...cronsLoaders(ds), ...webhooksLoaders(ds) };
+  return {
+    ...accountsLoaders(ds),
+    ...appsLoaders(ds),
+    ...deploymentsLoaders(ds),
+    ...volumesLoaders(ds),
+    ...previewsLoaders(ds),
+    ...cronsLoaders(ds),
+    ...webhooksLoaders(ds),
+  };
 }
 
 export type Loaders = ReturnType<typeof createLoaders>;

@@ -49,4 +49,3 @@ export class PageArgs {
   @Field(() => String, { nullable: true, description: 'Cursor after which the page starts (`pageInfo.endCursor`).' })
   after?: string | null;
 }
-

@@ -79,7 +79,8 @@ export async function registerBilling(app: FastifyInstance, deps: { billing: Bil
     scope.post<{ Params: { id: string } }>('/billing/sandbox/checkout/:id/cancel', async (req, reply) => {
       const session = await deps.billing.sandboxCancel(req.params.id).catch(() => null);
       if (!session) return html(reply, 404, 'Not found', '<h1>Checkout not found</h1>');
-      if (session.status === CheckoutStatus.PAID) return html(reply, 409, 'Checkout', '<h1 id="result">This checkout is already paid</h1><p>It cannot be canceled.</p>');
+      if (session.status === CheckoutStatus.PAID)
+        return html(reply, 409, 'Checkout', '<h1 id="result">This checkout is already paid</h1><p>It cannot be canceled.</p>');
       return html(reply, 200, 'Canceled', '<h1 id="result">Checkout canceled</h1><p>Nothing was charged.</p>');
     });
     done();

@@ -194,7 +194,10 @@ export function registerExplorer(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const methods = ([] as string[]).concat(route.method);
     if (route.url !== GRAPHQL_PATH || !(methods.includes('GET') || methods.includes('HEAD'))) return;
-    route.onRequest = [servePage, ...([] as Array<onRequestHookHandler | onRequestAsyncHookHandler>).concat(route.onRequest ?? [])] as onRequestAsyncHookHandler[];
+    route.onRequest = [
+      servePage,
+      ...([] as Array<onRequestHookHandler | onRequestAsyncHookHandler>).concat(route.onRequest ?? []),
+    ] as onRequestAsyncHookHandler[];
     attached ||= methods.includes('GET');
   });
   app.addHook('onReady', (done) => {

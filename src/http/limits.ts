@@ -28,7 +28,7 @@ function operationOf(req: FastifyRequest): OperationRequest | null {
   if (variables !== undefined && variables !== null && !isObject(variables)) return null;
   return {
     query: source.query,
-    variables: (variables ?? null),
+    variables: variables ?? null,
     operationName: typeof source.operationName === 'string' ? source.operationName : null,
   };
 }
@@ -63,7 +63,11 @@ export function registerOperationLimits(app: FastifyInstance, guard: OperationGu
       checkedByRequest.set(req, operation);
       return;
     }
-    return sendGraphQLErrors(reply, 400, errors.map((e) => e.toJSON()));
+    return sendGraphQLErrors(
+      reply,
+      400,
+      errors.map((e) => e.toJSON()),
+    );
   });
 }
 
@@ -84,7 +88,8 @@ export function limitsPlugin<C extends object>(guard: OperationGuard, checkedFor
         didResolveOperation({ source, request, contextValue }) {
           const operationName = request.operationName ?? null;
           const checked = checkedFor(contextValue);
-          if (checked && checked.query === source && (checked.operationName ?? null) === operationName && sameVariables(checked.variables, request.variables)) return Promise.resolve();
+          if (checked && checked.query === source && (checked.operationName ?? null) === operationName && sameVariables(checked.variables, request.variables))
+            return Promise.resolve();
           const [error] = guard.check({ query: source, variables: request.variables ?? null, operationName });
           if (!error) return Promise.resolve();
           return Promise.reject(new GraphQLError(error.message, { extensions: { ...error.extensions, http: { status: 400 } } }));

@@ -32,12 +32,7 @@ export function problemBody(code: ErrorCode, detail: string): Record<string, unk
 }
 
 /** An RFC 9457 problem body with the status, problem code and headers of `code` (ERROR_HTTP). */
-export function sendProblem(
-  reply: FastifyReply,
-  code: ErrorCode,
-  detail: string,
-  extra: { errors?: FieldError[]; errorId?: string } = {},
-): FastifyReply {
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, extra: { errors?: FieldError[]; errorId?: string } = {}): FastifyReply {
   reply.headers(errorHeaders(code));
   const body = { ...problemBody(code, detail), request_id: reply.request.id } as Record<string, unknown>;
   if (extra.errors?.length) body.errors = extra.errors;

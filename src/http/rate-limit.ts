@@ -215,7 +215,7 @@ function exempt(req: FastifyRequest): boolean {
   if (route === undefined) return false;
   if (EXEMPT.has(route) || route.startsWith(`${GRAPHQL_PATH}/explorer/`)) return true;
   // GET /graphql without a query is the explorer page (or a 400): nothing runs.
-  return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn((req.query ?? {}), 'query');
+  return isGraphQLRoute(req) && (req.method === 'GET' || req.method === 'HEAD') && !Object.hasOwn(req.query ?? {}, 'query');
 }
 
 /** The domain error of an account over its limit: 429 with the verdict's headers. */
@@ -239,7 +239,10 @@ const authenticated = new WeakSet<FastifyRequest>();
  * being found good (a bad token, a bad API-Version, an operation over the limits, a random bearer
  * value on any refusal) counts against its IP, as requests without a token do.
  */
-export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter): { authenticated(req: FastifyRequest, reply: FastifyReply, userId: string): Promise<void> } {
+export function registerRateLimit(
+  app: FastifyInstance,
+  limiter: RateLimiter,
+): { authenticated(req: FastifyRequest, reply: FastifyReply, userId: string): Promise<void> } {
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (exempt(req)) return;
     const verdict = await limiter.take(credentialOf(req.headers.authorization), req.ip);

@@ -54,8 +54,7 @@ export class Jobs {
     return this.queues.every((queue) => {
       const mine = workers.filter((w) => w.name === queue);
       return (
-        mine.length > 0 &&
-        mine.every((w) => w.state === 'active' && (w.lastErrorOn === null || (w.lastFetchedOn !== null && w.lastFetchedOn > w.lastErrorOn)))
+        mine.length > 0 && mine.every((w) => w.state === 'active' && (w.lastErrorOn === null || (w.lastFetchedOn !== null && w.lastFetchedOn > w.lastErrorOn)))
       );
     });
   }

@@ -15,4 +15,25 @@ import { SimVolumeUsage } from '../runtime/sim-volume-usage.entity';
 import { EventPayload } from '../bus/event-payload.entity';
 
 /** The one list of entities, for the DataSource and the migration drift check. */
-export const entities = [User, ApiToken, App, Collaborator, Deployment, LogLine, IdempotencyKey, Volume, SimVolumeUsage, Preview, PreviewResource, EnergyAccount, EnergyLedgerEntry, CheckoutSession, PackFulfilment, Cron, CronRun, Webhook, WebhookDelivery, EventPayload];
+export const entities = [
+  User,
+  ApiToken,
+  App,
+  Collaborator,
+  Deployment,
+  LogLine,
+  IdempotencyKey,
+  Volume,
+  SimVolumeUsage,
+  Preview,
+  PreviewResource,
+  EnergyAccount,
+  EnergyLedgerEntry,
+  CheckoutSession,
+  PackFulfilment,
+  Cron,
+  CronRun,
+  Webhook,
+  WebhookDelivery,
+  EventPayload,
+];

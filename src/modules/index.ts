@@ -12,7 +12,19 @@ import { AppVolumeResolver, VolumesResolver } from './volumes/volumes.resolver';
 export { topicCodecs, type GatewayPubSub, type Topics } from './topics';
 
 /** The one list of resolvers: the schema, the emitted SDL and the tests all build from it. */
-export const resolvers = [AccountsResolver, AppsResolver, DeploymentsResolver, VolumesResolver, AppVolumeResolver, PreviewsResolver, AppPreviewsResolver, EnergyResolver, BillingResolver, CronsResolver, WebhooksResolver] as const;
+export const resolvers = [
+  AccountsResolver,
+  AppsResolver,
+  DeploymentsResolver,
+  VolumesResolver,
+  AppVolumeResolver,
+  PreviewsResolver,
+  AppPreviewsResolver,
+  EnergyResolver,
+  BillingResolver,
+  CronsResolver,
+  WebhooksResolver,
+] as const;
 
 /** The one list of entities, for the DataSource and the migration drift check. */
 export { entities } from './entities';

@@ -15,7 +15,6 @@ interface Prepared {
   variableTypes: Array<[string, GraphQLInputType]>;
 }
 
-
 /** GraphQL names in an error field → the REST names a client sent. */
 function restField(route: Route, field: string, asSent = false): string {
   const bare = field.startsWith('input.') ? field.slice('input.'.length) : field;

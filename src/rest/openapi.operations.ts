@@ -80,7 +80,10 @@ const TAGS: Record<string, string> = {
 };
 
 export function tagOf(route: Route): string {
-  const first = route.path.replace(/^\/v1/, '').replace(/^\/apps\/:slug/, '').split('/')[1];
+  const first = route.path
+    .replace(/^\/v1/, '')
+    .replace(/^\/apps\/:slug/, '')
+    .split('/')[1];
   const tag = TAGS[first];
   if (!tag) throw new Error(`OpenAPI: no tag for ${route.path}`);
   return tag;
@@ -103,9 +106,7 @@ export function operation(g: SchemaView, route: Route): OpenApiOperation {
   const document = parse(route.operation);
   const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   if (!op?.name) throw new Error(`${where}: the operation needs a name`);
-  const variables = new Map(
-    (op.variableDefinitions ?? []).map((v) => [v.variable.name.value, typeFromAST(g.schema, v.type as never) as GraphQLInputType]),
-  );
+  const variables = new Map((op.variableDefinitions ?? []).map((v) => [v.variable.name.value, typeFromAST(g.schema, v.type as never) as GraphQLInputType]));
   const shape = operationShape(g, document);
 
   const accounted = new Set<string>();

@@ -61,13 +61,18 @@ export function errorResponses(): Record<string, JsonSchema> {
       type: 'object',
       properties: { status: { const: status }, code: codes.length === 1 ? { const: codes[0] } : { enum: codes } },
     };
-    if (status === 422) Object.assign(refine, { required: ['errors'], properties: { ...(refine.properties as object), errors: { type: 'array', minItems: 1 } } });
+    if (status === 422)
+      Object.assign(refine, { required: ['errors'], properties: { ...(refine.properties as object), errors: { type: 'array', minItems: 1 } } });
     const headers: Record<string, JsonSchema> = {};
     if (status === 503) headers['Retry-After'] = { required: true, description: 'Seconds to wait.', schema: { type: 'integer', minimum: 0 } };
     if (status === 401) headers['WWW-Authenticate'] = { required: true, description: '`Bearer`', schema: { type: 'string', pattern: '^Bearer' } };
     if (status === 429) {
       headers['Retry-After'] = { required: true, description: 'Seconds to wait.', schema: { type: 'integer', minimum: 0 } };
-      headers['RateLimit-Limit'] = { required: true, description: 'Requests allowed in the window (per token, or per IP without one).', schema: { type: 'integer', minimum: 1 } };
+      headers['RateLimit-Limit'] = {
+        required: true,
+        description: 'Requests allowed in the window (per token, or per IP without one).',
+        schema: { type: 'integer', minimum: 1 },
+      };
       headers['RateLimit-Remaining'] = { required: true, description: 'Requests left in the window: 0.', schema: { type: 'integer', minimum: 0 } };
       headers['RateLimit-Reset'] = { required: true, description: 'Seconds until the window ends.', schema: { type: 'integer', minimum: 1 } };
     }

@@ -24,8 +24,7 @@ export function registerReference(app: FastifyInstance, deps: { schema: GraphQLS
   );
 }
 
-const esc = (s: unknown) =>
-  String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (s: unknown) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** The little Markdown the document's descriptions use: paragraphs, `- ` lists, `code`, **bold**. */
 function markdown(text: string): string {
@@ -119,7 +118,7 @@ function renderOperation(doc: OpenApiDocument, method: string, path: string, op:
     const r = resolve(doc, declared);
     const content = (r.content ?? {}) as Record<string, { schema: JsonSchema }>;
     const bodies = Object.entries(content).map(([type, media]) => `${typeLabel(media.schema)} <small><code>${esc(type)}</code></small>`);
-    const headers = Object.keys((r.headers ?? {})).map((h) => `<code>${esc(h)}</code>`);
+    const headers = Object.keys(r.headers ?? {}).map((h) => `<code>${esc(h)}</code>`);
     return (
       `<tr><td class="status s${esc(status[0])}">${esc(status)}</td><td>${markdown(text(r.description))}</td>` +
       `<td>${bodies.join('<br>') || '<span class="none">no body</span>'}</td><td>${headers.join(', ')}</td></tr>`

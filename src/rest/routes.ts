@@ -70,9 +70,12 @@ export const routes: Route[] = [
     path: '/deploy',
     operation: /* GraphQL */ `
       mutation RestDeploy($input: DeployInput!, $idempotencyKey: String) {
-        deploy(input: $input, idempotencyKey: $idempotencyKey) { ...RestDeployment }
+        deploy(input: $input, idempotencyKey: $idempotencyKey) {
+          ...RestDeployment
+        }
       }
-      ${resources.Deployment.fragment}`,
+      ${resources.Deployment.fragment}
+    `,
     body: { project: 'project', env: 'env' },
     variables: (req) => ({ input: req.input, idempotencyKey: req.headers['idempotency-key'] }),
     status: 201,
@@ -88,11 +91,17 @@ export const routes: Route[] = [
     operation: /* GraphQL */ `
       query RestDeployments($project: String, $status: DeploymentStatus, $limit: Int, $cursor: String) {
         deployments(project: $project, status: $status, first: $limit, after: $cursor) {
-          nodes { ...RestDeployment }
-          pageInfo { hasNextPage endCursor }
+          nodes {
+            ...RestDeployment
+          }
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
         }
       }
-      ${resources.Deployment.fragment}`,
+      ${resources.Deployment.fragment}
+    `,
     query: ['project', 'status', 'limit', 'cursor'],
     variables: (req) => ({
       project: req.query.project,
@@ -110,8 +119,13 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/deployments/:id',
     operation: /* GraphQL */ `
-      query RestDeployment($id: ID!) { deployment(id: $id) { ...RestDeployment } }
-      ${resources.Deployment.fragment}`,
+      query RestDeployment($id: ID!) {
+        deployment(id: $id) {
+          ...RestDeployment
+        }
+      }
+      ${resources.Deployment.fragment}
+    `,
     variables: (req) => ({ id: req.params.id }),
     status: 200,
     since: '2026-01-15',
@@ -121,7 +135,11 @@ export const routes: Route[] = [
   {
     method: 'DELETE',
     path: '/deployments/:id',
-    operation: /* GraphQL */ `mutation RestDeleteDeployment($id: ID!) { deleteDeployment(id: $id) }`,
+    operation: /* GraphQL */ `
+      mutation RestDeleteDeployment($id: ID!) {
+        deleteDeployment(id: $id)
+      }
+    `,
     variables: (req) => ({ id: req.params.id }),
     status: 204,
     since: '2026-01-15',
@@ -134,12 +152,18 @@ export const routes: Route[] = [
       query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $limit: Int, $cursor: String) {
         deployment(id: $id) {
           logs(type: $type, since: $since, first: $limit, after: $cursor) {
-            nodes { ...RestLogLine }
-            pageInfo { hasNextPage endCursor }
+            nodes {
+              ...RestLogLine
+            }
+            pageInfo {
+              hasNextPage
+              endCursor
+            }
           }
         }
       }
-      ${resources.LogLine.fragment}`,
+      ${resources.LogLine.fragment}
+    `,
     query: ['type', 'since', 'limit', 'cursor'],
     variables: (req) => ({
       id: req.params.id,
@@ -159,9 +183,12 @@ export const routes: Route[] = [
     path: '/apps/:slug/resources',
     operation: /* GraphQL */ `
       mutation RestUpdateResources($slug: String!, $input: UpdateResourcesInput!) {
-        updateResources(app: $slug, input: $input) { ...RestResources }
+        updateResources(app: $slug, input: $input) {
+          ...RestResources
+        }
       }
-      ${resources.Resources.fragment}`,
+      ${resources.Resources.fragment}
+    `,
     body: { memory_mb: 'memoryMb' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 200,
@@ -175,9 +202,15 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/volume',
     operation: /* GraphQL */ `
       mutation RestProvisionVolume($slug: String!, $input: ProvisionVolumeInput!) {
-        provisionVolume(app: $slug, input: $input) { created volume { ...RestVolume } }
+        provisionVolume(app: $slug, input: $input) {
+          created
+          volume {
+            ...RestVolume
+          }
+        }
       }
-      ${resources.Volume.fragment}`,
+      ${resources.Volume.fragment}
+    `,
     body: { size_mb: 'sizeMb' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: (d) => (valueAt(d, 'provisionVolume.created') ? 201 : 200),
@@ -190,8 +223,13 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/v1/apps/:slug/volume',
     operation: /* GraphQL */ `
-      query RestVolume($slug: String!) { volume(app: $slug) { ...RestVolume } }
-      ${resources.Volume.fragment}`,
+      query RestVolume($slug: String!) {
+        volume(app: $slug) {
+          ...RestVolume
+        }
+      }
+      ${resources.Volume.fragment}
+    `,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
     since: '2026-01-15',
@@ -202,8 +240,13 @@ export const routes: Route[] = [
     method: 'DELETE',
     path: '/v1/apps/:slug/volume',
     operation: /* GraphQL */ `
-      mutation RestDeleteVolume($slug: String!, $now: Boolean) { deleteVolume(app: $slug, now: $now) { ...RestVolume } }
-      ${resources.Volume.fragment}`,
+      mutation RestDeleteVolume($slug: String!, $now: Boolean) {
+        deleteVolume(app: $slug, now: $now) {
+          ...RestVolume
+        }
+      }
+      ${resources.Volume.fragment}
+    `,
     query: ['now'],
     variables: (req) => ({ slug: req.params.slug, now: boolParam(req.query.now) }),
     status: (d) => (d.deleteVolume ? 200 : 204),
@@ -217,9 +260,15 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/previews',
     operation: /* GraphQL */ `
       mutation RestUpsertPreview($slug: String!, $input: UpsertPreviewInput!) {
-        upsertPreview(app: $slug, input: $input) { created preview { ...RestPreview } }
+        upsertPreview(app: $slug, input: $input) {
+          created
+          preview {
+            ...RestPreview
+          }
+        }
       }
-      ${resources.Preview.fragment}`,
+      ${resources.Preview.fragment}
+    `,
     body: { pr_number: 'prNumber' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: (d) => (valueAt(d, 'upsertPreview.created') ? 201 : 200),
@@ -232,8 +281,13 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/v1/apps/:slug/previews',
     operation: /* GraphQL */ `
-      query RestPreviews($slug: String!) { previews(app: $slug) { ...RestPreview } }
-      ${resources.Preview.fragment}`,
+      query RestPreviews($slug: String!) {
+        previews(app: $slug) {
+          ...RestPreview
+        }
+      }
+      ${resources.Preview.fragment}
+    `,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
     since: '2026-01-15',
@@ -243,7 +297,11 @@ export const routes: Route[] = [
   {
     method: 'DELETE',
     path: '/v1/apps/:slug/previews/:pr',
-    operation: /* GraphQL */ `mutation RestDeletePreview($slug: String!, $pr: Int!) { deletePreview(app: $slug, prNumber: $pr) }`,
+    operation: /* GraphQL */ `
+      mutation RestDeletePreview($slug: String!, $pr: Int!) {
+        deletePreview(app: $slug, prNumber: $pr)
+      }
+    `,
     variables: (req) => ({ slug: req.params.slug, pr: intParam(req.params.pr) }),
     status: 204,
     fields: { prNumber: 'pr' },
@@ -254,8 +312,13 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/billing/energy-pack/checkout',
     operation: /* GraphQL */ `
-      mutation RestCheckout { createEnergyPackCheckout { ...RestCheckout } }
-      ${resources.Checkout.fragment}`,
+      mutation RestCheckout {
+        createEnergyPackCheckout {
+          ...RestCheckout
+        }
+      }
+      ${resources.Checkout.fragment}
+    `,
     body: {},
     variables: () => ({}),
     status: 201,
@@ -267,8 +330,13 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/v1/apps/:slug/crons',
     operation: /* GraphQL */ `
-      mutation RestCreateCron($slug: String!, $input: CreateCronInput!) { createCron(app: $slug, input: $input) { ...RestCreatedCron } }
-      ${resources.CreatedCron.fragment}`,
+      mutation RestCreateCron($slug: String!, $input: CreateCronInput!) {
+        createCron(app: $slug, input: $input) {
+          ...RestCreatedCron
+        }
+      }
+      ${resources.CreatedCron.fragment}
+    `,
     body: { schedule: 'schedule', command: 'command' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 201,
@@ -281,9 +349,18 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/crons',
     operation: /* GraphQL */ `
       query RestCrons($slug: String!, $limit: Int, $cursor: String) {
-        crons(app: $slug, first: $limit, after: $cursor) { nodes { ...RestCron } pageInfo { hasNextPage endCursor } }
+        crons(app: $slug, first: $limit, after: $cursor) {
+          nodes {
+            ...RestCron
+          }
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+        }
       }
-      ${resources.Cron.fragment}`,
+      ${resources.Cron.fragment}
+    `,
     query: ['limit', 'cursor'],
     variables: (req) => ({ slug: req.params.slug, limit: intParam(req.query.limit), cursor: req.query.cursor }),
     status: 200,
@@ -295,7 +372,11 @@ export const routes: Route[] = [
   {
     method: 'DELETE',
     path: '/v1/apps/:slug/crons/:id',
-    operation: /* GraphQL */ `mutation RestDeleteCron($slug: String!, $id: ID!) { deleteCron(app: $slug, id: $id) }`,
+    operation: /* GraphQL */ `
+      mutation RestDeleteCron($slug: String!, $id: ID!) {
+        deleteCron(app: $slug, id: $id)
+      }
+    `,
     variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
     status: 204,
     since: '2026-01-15',
@@ -306,9 +387,18 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/crons/:id/runs',
     operation: /* GraphQL */ `
       query RestCronRuns($slug: String!, $id: ID!, $limit: Int, $cursor: String) {
-        cronRuns(app: $slug, id: $id, first: $limit, after: $cursor) { nodes { ...RestCronRun } pageInfo { hasNextPage endCursor } }
+        cronRuns(app: $slug, id: $id, first: $limit, after: $cursor) {
+          nodes {
+            ...RestCronRun
+          }
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+        }
       }
-      ${resources.CronRun.fragment}`,
+      ${resources.CronRun.fragment}
+    `,
     query: ['limit', 'cursor'],
     variables: (req) => ({ slug: req.params.slug, id: req.params.id, limit: intParam(req.query.limit), cursor: req.query.cursor }),
     status: 200,
@@ -322,9 +412,12 @@ export const routes: Route[] = [
     path: '/v1/apps/:slug/webhooks',
     operation: /* GraphQL */ `
       mutation RestCreateWebhook($slug: String!, $input: CreateWebhookInput!) {
-        createWebhook(app: $slug, input: $input) { ...RestCreatedWebhook }
+        createWebhook(app: $slug, input: $input) {
+          ...RestCreatedWebhook
+        }
       }
-      ${resources.CreatedWebhook.fragment}`,
+      ${resources.CreatedWebhook.fragment}
+    `,
     body: { url: 'url', events: 'events' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 201,
@@ -336,8 +429,13 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/v1/apps/:slug/webhooks',
     operation: /* GraphQL */ `
-      query RestWebhooks($slug: String!) { webhooks(app: $slug) { ...RestWebhook } }
-      ${resources.Webhook.fragment}`,
+      query RestWebhooks($slug: String!) {
+        webhooks(app: $slug) {
+          ...RestWebhook
+        }
+      }
+      ${resources.Webhook.fragment}
+    `,
     variables: (req) => ({ slug: req.params.slug }),
     status: 200,
     since: '2026-01-15',
@@ -347,7 +445,11 @@ export const routes: Route[] = [
   {
     method: 'DELETE',
     path: '/v1/apps/:slug/webhooks/:id',
-    operation: /* GraphQL */ `mutation RestDeleteWebhook($slug: String!, $id: ID!) { deleteWebhook(app: $slug, id: $id) }`,
+    operation: /* GraphQL */ `
+      mutation RestDeleteWebhook($slug: String!, $id: ID!) {
+        deleteWebhook(app: $slug, id: $id)
+      }
+    `,
     variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
     status: 204,
     since: '2026-01-15',
@@ -357,8 +459,13 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/v1/apps/:slug/webhooks/:id/test',
     operation: /* GraphQL */ `
-      mutation RestTestWebhook($slug: String!, $id: ID!) { testWebhook(app: $slug, id: $id) { ...RestWebhookTestResult } }
-      ${resources.WebhookTestResult.fragment}`,
+      mutation RestTestWebhook($slug: String!, $id: ID!) {
+        testWebhook(app: $slug, id: $id) {
+          ...RestWebhookTestResult
+        }
+      }
+      ${resources.WebhookTestResult.fragment}
+    `,
     body: {},
     variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
     status: 200,

@@ -74,7 +74,13 @@ export function checkInput(value: unknown, type: GraphQLInputType, path: string,
   }
   if (type instanceof GraphQLEnumType) {
     if (typeof value !== 'string' || !type.getValue(value)) {
-      errors.push({ field: path, message: `must be one of ${type.getValues().map((v) => v.name.toLowerCase()).join(', ')}` });
+      errors.push({
+        field: path,
+        message: `must be one of ${type
+          .getValues()
+          .map((v) => v.name.toLowerCase())
+          .join(', ')}`,
+      });
     }
     return;
   }

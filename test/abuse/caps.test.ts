@@ -22,7 +22,9 @@ const allTokens = async (t: TestGateway, userId: string): Promise<number> =>
 const ownedEggs = async (t: TestGateway, userId: string): Promise<number> =>
   (await t.gateway.ds.query('SELECT count(*)::int AS n FROM apps WHERE owner_id = $1', [userId]))[0].n;
 const cronsOf = async (t: TestGateway, slug: string): Promise<string[]> =>
-  (await t.gateway.ds.query('SELECT c.id FROM crons c JOIN apps a ON a.id = c.app_id WHERE a.slug = $1 ORDER BY c.id', [slug])).map((r: { id: string }) => r.id);
+  (await t.gateway.ds.query('SELECT c.id FROM crons c JOIN apps a ON a.id = c.app_id WHERE a.slug = $1 ORDER BY c.id', [slug])).map(
+    (r: { id: string }) => r.id,
+  );
 
 const postCron = (t: TestGateway, token: string, slug: string, schedule = '0 3 * * *') =>
   rest(t.url, token, 'POST', `/v1/apps/${slug}/crons`, { schedule, command: 'echo hi' });
@@ -93,10 +95,7 @@ describe('count caps, configured small', () => {
   let t: TestGateway;
 
   beforeAll(async () => {
-    t = await startGateway(
-      { HATCHERY_MAX_TOKENS_PER_ACCOUNT: '3', HATCHERY_MAX_EGGS_PER_ACCOUNT: '2', HATCHERY_MAX_CRONS_PER_EGG: '2' },
-      { clock },
-    );
+    t = await startGateway({ HATCHERY_MAX_TOKENS_PER_ACCOUNT: '3', HATCHERY_MAX_EGGS_PER_ACCOUNT: '2', HATCHERY_MAX_CRONS_PER_EGG: '2' }, { clock });
   });
   afterAll(() => t.stop());
 

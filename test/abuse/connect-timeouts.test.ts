@@ -34,7 +34,13 @@ describe('connections to a server that accepts and never answers', () => {
   it('the event bus LISTEN connection gives up, so its backoff can try again', async () => {
     const ds = createDataSource(`postgres://postgres@127.0.0.1:${port}/x`, { connectTimeoutMs: 300 });
     const transport = new PgTransport(ds, { url: `postgres://postgres@127.0.0.1:${port}/x`, channel: 't', onError: () => undefined, connectTimeoutMs: 300 });
-    await expect(transport.start('gw_test', () => undefined, () => undefined)).rejects.toThrow(/timeout/i);
+    await expect(
+      transport.start(
+        'gw_test',
+        () => undefined,
+        () => undefined,
+      ),
+    ).rejects.toThrow(/timeout/i);
     await transport.close();
   });
 

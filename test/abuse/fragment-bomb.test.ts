@@ -4,7 +4,10 @@ import { expandedFields, OperationGuard } from '../../src/graphql/limits';
 
 /** 4 levels of fragments spreading the next one 30 times: 27,000 copies of `id` from 200 tokens. */
 function bomb(levels = 4, width = 30): string {
-  const spread = (i: number) => Array(width).fill(`...F${i + 1}`).join(' ');
+  const spread = (i: number) =>
+    Array(width)
+      .fill(`...F${i + 1}`)
+      .join(' ');
   const fragments = Array.from({ length: levels }, (_, i) => (i === levels - 1 ? `fragment F${i} on User { id }` : `fragment F${i} on User { ${spread(i)} }`));
   return `query { viewer { ...F0 } } ${fragments.join(' ')}`;
 }

@@ -31,7 +31,10 @@ const costlyQuery = (perApp: number) => `{ apps(first: 100) { nodes { deployment
 const aliasQuery = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: viewer { id }`).join(' ')} }`;
 const directiveQuery = (n: number) => `{ viewer { ${Array.from({ length: n }, () => 'id @include(if: true)').join(' ')} } }`;
 /** `{ viewer { id … } }`: 5 tokens plus one per `id`. */
-const tokenQuery = (tokens: number) => `{ viewer { ${Array(tokens - 5).fill('id').join(' ')} } }`;
+const tokenQuery = (tokens: number) =>
+  `{ viewer { ${Array(tokens - 5)
+    .fill('id')
+    .join(' ')} } }`;
 
 describe('GraphQL operation limits', () => {
   let t: TestGateway;
@@ -84,7 +87,13 @@ describe('GraphQL operation limits', () => {
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.body.data).toBeUndefined();
       expect(res.body.errors).toHaveLength(1);
-      expect(res.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit, max, ...(found === undefined ? {} : { found }), requestId: expect.stringMatching(/^req_/) });
+      expect(res.body.errors[0].extensions).toEqual({
+        code: 'BAD_USER_INPUT',
+        limit,
+        max,
+        ...(found === undefined ? {} : { found }),
+        requestId: expect.stringMatching(/^req_/),
+      });
       expect(res.body.errors[0].message).toMatch(new RegExp(`limit of ${max} exceeded`, 'i'));
       expect(sql).toEqual([]);
     });
@@ -108,7 +117,8 @@ describe('GraphQL operation limits', () => {
   });
 
   it('holds GraphQL over GET (query string) to the same limits', async () => {
-    const get = (query: string) => request(t.url, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { token: user.token, headers: { 'apollo-require-preflight': 'true' } });
+    const get = (query: string) =>
+      request(t.url, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { token: user.token, headers: { 'apollo-require-preflight': 'true' } });
     const { result: over, sql } = await sqlDuring(() => get(deepQuery(slug, 11)));
     expect(over.status).toBe(400);
     expect(over.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'depth' });
@@ -131,8 +141,13 @@ describe('GraphQL operation limits', () => {
   it('refuses a fragment bomb that fits the other limits as too costly, running no SQL', async () => {
     // 4 levels of fragments spreading the next one 30 times: depth 10, 200 tokens, 27,000 copies of `id`.
     const levels = 4;
-    const spread = (i: number) => Array(30).fill(`...F${i + 1}`).join(' ');
-    const fragments = Array.from({ length: levels }, (_, i) => (i === levels - 1 ? `fragment F${i} on User { id }` : `fragment F${i} on User { ${spread(i)} }`));
+    const spread = (i: number) =>
+      Array(30)
+        .fill(`...F${i + 1}`)
+        .join(' ');
+    const fragments = Array.from({ length: levels }, (_, i) =>
+      i === levels - 1 ? `fragment F${i} on User { id }` : `fragment F${i} on User { ${spread(i)} }`,
+    );
     const query = `query { viewer { ...F0 } } ${fragments.join(' ')}`;
     const { result: res, sql } = await sqlDuring(() => graphql(t.url, user.token, query));
     expect(res.status).toBe(400);
@@ -154,7 +169,13 @@ describe('GraphQL operation limits', () => {
     it('refuses a list variable of 101 items (400, limit "list") and passes one of 100 on to the service', async () => {
       const over = await graphql(t.url, user.token, create, { slug, input: { url: 'http://hooks.example.com/x', events: events(101) } });
       expect(over.status).toBe(400);
-      expect(over.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', limit: 'list', max: 100, found: 101, requestId: expect.stringMatching(/^req_/) });
+      expect(over.body.errors[0].extensions).toEqual({
+        code: 'BAD_USER_INPUT',
+        limit: 'list',
+        max: 100,
+        found: 101,
+        requestId: expect.stringMatching(/^req_/),
+      });
       expect(over.body.errors[0].message).toContain('$input.events');
       // 100 items pass the limit; the plain-http URL is what the service refuses.
       const at = await graphql(t.url, user.token, create, { slug, input: { url: 'http://hooks.example.com/x', events: events(100) } });
@@ -165,7 +186,9 @@ describe('GraphQL operation limits', () => {
 
     it('refuses a list literal of 101 items in the query', async () => {
       const literal = (n: number) =>
-        `mutation { createWebhook(app: "${slug}", input: { url: "http://hooks.example.com/x", events: [${events(n).map((e) => `"${e}"`).join(', ')}] }) { secret } }`;
+        `mutation { createWebhook(app: "${slug}", input: { url: "http://hooks.example.com/x", events: [${events(n)
+          .map((e) => `"${e}"`)
+          .join(', ')}] }) { secret } }`;
       const over = await graphql(t.url, user.token, literal(101));
       expect(over.status).toBe(400);
       expect(over.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'list', found: 101 });
@@ -185,14 +208,32 @@ describe('GraphQL operation limits', () => {
 
     it('keeps page sizes at 1 to 100, and log pages at 1 to 1000 (REST’s documented logs limit)', async () => {
       const page = await graphql(t.url, user.token, '{ apps(first: 101) { nodes { slug } } }');
-      expect(page.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', errors: [{ field: 'first', message: 'must be an integer from 1 to 100' }] });
+      expect(page.body.errors[0].extensions).toMatchObject({
+        code: 'BAD_USER_INPUT',
+        errors: [{ field: 'first', message: 'must be an integer from 1 to 100' }],
+      });
       const d = await deploy(t.url, user, slug);
       await settle(t.url, user, d.id);
       const logs = await rest(t.url, user.token, 'GET', `/deployments/${d.id}/logs?limit=1000`);
       expect(logs.status).toBe(200);
       expect(logs.body.data.length).toBeGreaterThan(0);
       expect((await rest(t.url, user.token, 'GET', `/deployments/${d.id}/logs?limit=1001`)).status).toBe(422);
-      const gqlLogs = await graphql(t.url, user.token, `query($id: ID!) { deployment(id: $id) { logs(first: 1000) { nodes { message } } } }`, { id: d.id });
+      const gqlLogs = await graphql(
+        t.url,
+        user.token,
+        `
+          query ($id: ID!) {
+            deployment(id: $id) {
+              logs(first: 1000) {
+                nodes {
+                  message
+                }
+              }
+            }
+          }
+        `,
+        { id: d.id },
+      );
       expect(gqlLogs.status).toBe(200);
       expect(gqlLogs.body.data.deployment.logs.nodes.length).toBeGreaterThanOrEqual(logs.body.data.length); // runtime lines keep coming
       // …but 1000 lines under each of 100 deployments is far over the cost limit.
@@ -208,7 +249,12 @@ describe('GraphQL operation limits', () => {
       ['an unknown argument', '{ apps(frist: 1) { nodes { slug } } }', undefined, /Unknown argument "frist"/],
       ['an unknown input field', 'mutation { createApp(input: { slg: "abc" }) { slug } }', undefined, /"slg" is not defined by type "CreateAppInput"/],
       ['an unknown type', 'query($s: DeploymentStats) { deployments(status: $s) { nodes { id } } }', undefined, /Unknown type "DeploymentStats"/],
-      ['a misspelt enum value', 'query($s: DeploymentStatus) { deployments(status: $s) { nodes { id } } }', { s: 'LIV' }, /"LIV" does not exist in "DeploymentStatus" enum/],
+      [
+        'a misspelt enum value',
+        'query($s: DeploymentStatus) { deployments(status: $s) { nodes { id } } }',
+        { s: 'LIV' },
+        /"LIV" does not exist in "DeploymentStatus" enum/,
+      ],
     ];
 
     it.each(probes)('%s, over HTTP', async (_what, query, variables, says) => {

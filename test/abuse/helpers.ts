@@ -173,11 +173,7 @@ export interface RawExchange {
  * `everyMs`, and resolves with what came back once the server closes it; rejects if it is still
  * open after `timeoutMs`.
  */
-export function rawExchange(
-  baseUrl: string,
-  parts: string[],
-  opts: { everyMs?: number; timeoutMs?: number; from?: string } = {},
-): Promise<RawExchange> {
+export function rawExchange(baseUrl: string, parts: string[], opts: { everyMs?: number; timeoutMs?: number; from?: string } = {}): Promise<RawExchange> {
   const url = new URL(baseUrl);
   const started = Date.now();
   return new Promise((resolve, reject) => {

@@ -111,27 +111,30 @@ describe('GraphQL over HTTP, as an attacker writes it (issue 12, items 5–7)', 
   describe('item 7: what the framework cannot parse is a 400 problem, never a 5xx', () => {
     const malformedHosts = ['[::1', '[::1]x', 'a b', 'host:99999', 'a/b', 'user@host', 'h?x=1'];
 
-    it.each(malformedHosts)('Host %p: 400 on REST (problem), GraphQL (errors) and /healthz, with or without a token; nothing logged as an error', async (host) => {
-      const errorsBefore = lines.filter((l) => l.level >= 50).length;
-      const send = (target: string, headers: string[] = []) =>
-        rawExchange(t.url, [`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`]);
-      for (const [target, headers] of [
-        ['/deployments', []],
-        ['/deployments', [bearer()]],
-        ['/graphql?query=%7Bviewer%7Bid%7D%7D', [bearer()]],
-        ['/graphql?query=%7Bviewer%7Bid%7D%7D', []],
-        ['/healthz', []],
-      ] as Array<[string, string[]]>) {
-        const res = await send(target, headers);
-        expect({ target, status: res.status }).toEqual({ target, status: 400 });
-        if (target.startsWith('/graphql')) expect(res.body.errors[0].extensions.code).toBe('BAD_REQUEST');
-        else {
-          expect(res.text).toMatch(/content-type: application\/problem\+json/i);
-          expect(res.body).toMatchObject({ status: 400, code: 'bad_request' });
+    it.each(malformedHosts)(
+      'Host %p: 400 on REST (problem), GraphQL (errors) and /healthz, with or without a token; nothing logged as an error',
+      async (host) => {
+        const errorsBefore = lines.filter((l) => l.level >= 50).length;
+        const send = (target: string, headers: string[] = []) =>
+          rawExchange(t.url, [`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`]);
+        for (const [target, headers] of [
+          ['/deployments', []],
+          ['/deployments', [bearer()]],
+          ['/graphql?query=%7Bviewer%7Bid%7D%7D', [bearer()]],
+          ['/graphql?query=%7Bviewer%7Bid%7D%7D', []],
+          ['/healthz', []],
+        ] as Array<[string, string[]]>) {
+          const res = await send(target, headers);
+          expect({ target, status: res.status }).toEqual({ target, status: 400 });
+          if (target.startsWith('/graphql')) expect(res.body.errors[0].extensions.code).toBe('BAD_REQUEST');
+          else {
+            expect(res.text).toMatch(/content-type: application\/problem\+json/i);
+            expect(res.body).toMatchObject({ status: 400, code: 'bad_request' });
+          }
         }
-      }
-      expect(lines.filter((l) => l.level >= 50).length).toBe(errorsBefore);
-    });
+        expect(lines.filter((l) => l.level >= 50).length).toBe(errorsBefore);
+      },
+    );
 
     it('a request without Host (HTTP/1.0) is a 400 on /graphql and served elsewhere', async () => {
       const graphql = await rawExchange(t.url, [`GET /graphql?query=%7Bviewer%7Bid%7D%7D HTTP/1.0\r\n${bearer()}\r\n\r\n`]);
@@ -141,7 +144,11 @@ describe('GraphQL over HTTP, as an attacker writes it (issue 12, items 5–7)', 
     });
 
     it('a request line or header Node cannot parse gets a problem body', async () => {
-      for (const raw of ['GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 'NONSENSE\r\n\r\n', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`]) {
+      for (const raw of [
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+        'NONSENSE\r\n\r\n',
+        `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`,
+      ]) {
         const res = await rawExchange(t.url, [raw]);
         expect(res.status).toBe(400);
         expect(res.text).toMatch(/content-type: application\/problem\+json/i);

@@ -15,18 +15,26 @@ import { graphql, runWs } from './helpers';
 const create = `mutation($slug: String!, $input: CreateWebhookInput!) { createWebhook(app: $slug, input: $input) { secret } }`;
 const events = (n: number) => Array(n).fill('deploy');
 const literal = (slug: string, n: number) =>
-  `mutation { createWebhook(app: "${slug}", input: { url: "https://hooks.invalid/x", events: [${events(n).map((e) => `"${e}"`).join(', ')}] }) { secret } }`;
+  `mutation { createWebhook(app: "${slug}", input: { url: "https://hooks.invalid/x", events: [${events(n)
+    .map((e) => `"${e}"`)
+    .join(', ')}] }) { secret } }`;
 
 /** 4 levels of fragments spreading the next one 30 times: within the other default limits (about 200 tokens), but 27,000 copies of `id`. */
 function fragmentBomb(): string {
   const levels = 4;
-  const spread = (i: number) => Array(30).fill(`...F${i + 1}`).join(' ');
+  const spread = (i: number) =>
+    Array(30)
+      .fill(`...F${i + 1}`)
+      .join(' ');
   const fragments = Array.from({ length: levels }, (_, i) => (i === levels - 1 ? `fragment F${i} on User { id }` : `fragment F${i} on User { ${spread(i)} }`));
   return `query { viewer { ...F0 } } ${fragments.join(' ')}`;
 }
 
 /** `{ viewer { id … } }`: 5 tokens plus one per `id`. */
-const tokenQuery = (tokens: number) => `{ viewer { ${Array(tokens - 5).fill('id').join(' ')} } }`;
+const tokenQuery = (tokens: number) =>
+  `{ viewer { ${Array(tokens - 5)
+    .fill('id')
+    .join(' ')} } }`;
 
 describe('refused operations cost nothing downstream (default limits)', () => {
   let t: TestGateway;
@@ -110,28 +118,34 @@ describe('refused operations cost nothing downstream (default limits)', () => {
     expect(sql.some((s) => /token_hash/.test(s))).toBe(true);
   });
 
-  it.each(cases)('$name: over HTTP, 400 BAD_USER_INPUT naming the limit, with no SQL and no token lookup', async ({ query, variables, extensions, message }) => {
-    const { result: res, sql, tokenLookups } = await downstreamOf(() => graphql(t.url, user.token, query(), variables()));
-    expect(res.status).toBe(400);
-    expect(res.body.data).toBeUndefined();
-    expect(res.body.errors).toHaveLength(1);
-    expect(res.body.errors[0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
-    expect(res.body.errors[0].message).toMatch(message);
-    expect(sql).toEqual([]);
-    expect(tokenLookups).toBe(0);
-  });
+  it.each(cases)(
+    '$name: over HTTP, 400 BAD_USER_INPUT naming the limit, with no SQL and no token lookup',
+    async ({ query, variables, extensions, message }) => {
+      const { result: res, sql, tokenLookups } = await downstreamOf(() => graphql(t.url, user.token, query(), variables()));
+      expect(res.status).toBe(400);
+      expect(res.body.data).toBeUndefined();
+      expect(res.body.errors).toHaveLength(1);
+      expect(res.body.errors[0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
+      expect(res.body.errors[0].message).toMatch(message);
+      expect(sql).toEqual([]);
+      expect(tokenLookups).toBe(0);
+    },
+  );
 
-  it.each(cases)('$name: over graphql-ws, the same error on a connection that stays open, with no SQL and no token lookup', async ({ query, variables, extensions, message }) => {
-    const { result: ws, sql, tokenLookups } = await downstreamOf(() => runWs(client, query(), variables()));
-    expect(ws.data).toBeUndefined();
-    expect(ws.errors).toHaveLength(1);
-    expect(ws.errors![0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
-    expect(ws.errors![0].message).toMatch(message);
-    expect(sql).toEqual([]);
-    expect(tokenLookups).toBe(0);
-    expect((await runWs(client, '{ viewer { email } }')).data).toEqual({ viewer: { email: user.email } });
-    expect({ connections, closes }).toEqual({ connections: 1, closes: [] });
-  });
+  it.each(cases)(
+    '$name: over graphql-ws, the same error on a connection that stays open, with no SQL and no token lookup',
+    async ({ query, variables, extensions, message }) => {
+      const { result: ws, sql, tokenLookups } = await downstreamOf(() => runWs(client, query(), variables()));
+      expect(ws.data).toBeUndefined();
+      expect(ws.errors).toHaveLength(1);
+      expect(ws.errors![0].extensions).toEqual({ ...extensions, requestId: expect.stringMatching(/^req_/) });
+      expect(ws.errors![0].message).toMatch(message);
+      expect(sql).toEqual([]);
+      expect(tokenLookups).toBe(0);
+      expect((await runWs(client, '{ viewer { email } }')).data).toEqual({ viewer: { email: user.email } });
+      expect({ connections, closes }).toEqual({ connections: 1, closes: [] });
+    },
+  );
 
   it('a list of 100 items is not refused by the limit: over graphql-ws it reaches the service', async () => {
     const { result: ws, sql } = await downstreamOf(() => runWs(client, create, { slug, input: { url: 'https://hooks.invalid/x', events: events(100) } }));

@@ -70,7 +70,12 @@ describe('rate limits', () => {
     const res = await graphql(t.url, user.token, '{ viewer { id } }');
     expect(res.status).toBe(429);
     expect(res.body.data).toBeUndefined();
-    expect(res.body.errors).toEqual([{ message: expect.stringMatching(/Too many requests/), extensions: { code: 'RATE_LIMITED', retryAfter: Number(res.headers['retry-after']), requestId: expect.stringMatching(/^req_/) } }]);
+    expect(res.body.errors).toEqual([
+      {
+        message: expect.stringMatching(/Too many requests/),
+        extensions: { code: 'RATE_LIMITED', retryAfter: Number(res.headers['retry-after']), requestId: expect.stringMatching(/^req_/) },
+      },
+    ]);
     expectRetryAfter(res);
     expect((await request(t.url, 'GET', '/deployments', { token: user.token })).status).toBe(429);
   });
@@ -201,7 +206,12 @@ describe('rate limits', () => {
       await second.first;
       const third = openStream(client, STATUS, { id: d.id }); // 6: over
       expect(await third.ended).toEqual({
-        errors: [{ message: expect.stringMatching(/Too many requests/), extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), requestId: expect.stringMatching(/^req_/) } }],
+        errors: [
+          {
+            message: expect.stringMatching(/Too many requests/),
+            extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number), requestId: expect.stringMatching(/^req_/) },
+          },
+        ],
       });
       // The refused subscribe leaves the connection and its streams alone: the build still reports in.
       expect((await first.waitFor(2))[1]).toMatchObject({ data: { deploymentStatus: { status: 'LIVE' } } });

@@ -1,11 +1,5 @@
 import { ManualClock } from '../../src/clock';
-import {
-  ApiTokensDocument,
-  CreateApiTokenDocument,
-  DeploymentStatusDocument,
-  RevokeApiTokenDocument,
-  ViewerDocument,
-} from '../../src/client/generated';
+import { ApiTokensDocument, CreateApiTokenDocument, DeploymentStatusDocument, RevokeApiTokenDocument, ViewerDocument } from '../../src/client/generated';
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { ISO_MS, makeUser, TestUser } from '../support/factories';
 
@@ -248,8 +242,7 @@ describe('API tokens', () => {
   it('lastUsedAt is null until the token is used, then set to the time of use', async () => {
     const user = await makeUser(t.gateway);
     const { createApiToken } = await gqlOk(t.url, user.token, CreateApiTokenDocument, { name: 'usage' });
-    const find = async () =>
-      (await gqlOk(t.url, user.token, ApiTokensDocument, {})).apiTokens.nodes.find((n) => n.id === createApiToken.apiToken.id)!;
+    const find = async () => (await gqlOk(t.url, user.token, ApiTokensDocument, {})).apiTokens.nodes.find((n) => n.id === createApiToken.apiToken.id)!;
 
     expect((await find()).lastUsedAt).toBeNull();
 

@@ -2,7 +2,6 @@ import { AppDocument, AppsDocument, CreateAppDocument } from '../../src/client/g
 import { gql, gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
 import { ISO_MS, makeApp, makeUser, TestUser, unique } from '../support/factories';
 
-
 describe('eggs (apps)', () => {
   let t: TestGateway;
   let owner: TestUser;
@@ -15,8 +14,7 @@ describe('eggs (apps)', () => {
   });
   afterAll(() => t.stop());
 
-  const countSlug = async (slug: string): Promise<number> =>
-    (await t.gateway.ds.query('SELECT count(*)::int AS n FROM apps WHERE slug = $1', [slug]))[0].n;
+  const countSlug = async (slug: string): Promise<number> => (await t.gateway.ds.query('SELECT count(*)::int AS n FROM apps WHERE slug = $1', [slug]))[0].n;
 
   it('createApp with a valid slug creates an egg owned by the caller', async () => {
     const slug = unique('egg');
@@ -142,9 +140,7 @@ describe('eggs (apps)', () => {
     const dep = await rest(t.url, stranger.token, 'POST', '/deploy', { project: theirs.slug });
     expect(dep.status).toBe(404);
     expect(dep.body).toMatchObject({ code: 'not_found' });
-    const [{ n }] = await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [
-      theirs.slug,
-    ]);
+    const [{ n }] = await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [theirs.slug]);
     expect(n).toBe(0);
   });
 });

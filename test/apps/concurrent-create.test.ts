@@ -46,7 +46,10 @@ describe('createApp: concurrent calls with the same slug', () => {
   });
 
   it('5 parallel calls by the same account: exactly one succeeds, the others get BAD_USER_INPUT on slug, one row', async () => {
-    await race(unique('race'), Array.from({ length: 5 }, () => users[0]));
+    await race(
+      unique('race'),
+      Array.from({ length: 5 }, () => users[0]),
+    );
   });
 
   it('holds over repeated races', async () => {

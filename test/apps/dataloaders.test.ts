@@ -55,10 +55,7 @@ describe('DataLoaders: apps with their relations run a constant number of statem
 
   beforeAll(async () => {
     // Builds never finish by themselves here, so nothing runs in the background while we count.
-    t = await startGateway(
-      { HATCHERY_SIM_BUILD_MS: '600000' },
-      { db: { onQuery: sql.onQuery } },
-    );
+    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '600000' }, { db: { onQuery: sql.onQuery } });
     owner = await makeUser(t.gateway);
     for (let i = 0; i < 3; i++) people.push(await makeUser(t.gateway));
   });

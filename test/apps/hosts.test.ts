@@ -17,9 +17,9 @@ const slug = fc
   .map(([a, mid, z]) => a + mid.join('') + z)
   .filter((s) => SLUG_RE.test(s));
 
-const suffix = fc.constantFrom(...'0123456789abcdefghjkmnpqrstvwxyz').chain((c) =>
-  fc.array(fc.constantFrom(...'0123456789abcdefghjkmnpqrstvwxyz'), { minLength: 7, maxLength: 7 }).map((r) => c + r.join('')),
-);
+const suffix = fc
+  .constantFrom(...'0123456789abcdefghjkmnpqrstvwxyz')
+  .chain((c) => fc.array(fc.constantFrom(...'0123456789abcdefghjkmnpqrstvwxyz'), { minLength: 7, maxLength: 7 }).map((r) => c + r.join('')));
 const pr = fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 2_147_483_647 }));
 
 const target: fc.Arbitrary<HostTarget> = fc.oneof(

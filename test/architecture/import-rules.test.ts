@@ -83,15 +83,39 @@ describe('the import rules (npm run check)', () => {
 
   it.each([
     ['a file circle', { 'src/db/paging.ts': ['src/db/rows.ts'], 'src/db/rows.ts': ['src/db/paging.ts'] }, /no-circular: src\/db\//],
-    ['a service importing graphql/', { 'src/modules/apps/apps.service.ts': ['src/graphql/context.ts'] }, /domain-without-graphql: src\/modules\/apps\/apps\.service\.ts → src\/graphql\/context\.ts/],
-    ['a service importing http/', { 'src/modules/apps/apps.service.ts': ['src/http/problems.ts'] }, /domain-without-transports: src\/modules\/apps\/apps\.service\.ts → src\/http\/problems\.ts/],
-    ['an entity importing a resolver', { 'src/modules/apps/app.entity.ts': ['src/modules/apps/apps.resolver.ts'] }, /domain-without-the-face: src\/modules\/apps\/app\.entity\.ts/],
+    [
+      'a service importing graphql/',
+      { 'src/modules/apps/apps.service.ts': ['src/graphql/context.ts'] },
+      /domain-without-graphql: src\/modules\/apps\/apps\.service\.ts → src\/graphql\/context\.ts/,
+    ],
+    [
+      'a service importing http/',
+      { 'src/modules/apps/apps.service.ts': ['src/http/problems.ts'] },
+      /domain-without-transports: src\/modules\/apps\/apps\.service\.ts → src\/http\/problems\.ts/,
+    ],
+    [
+      'an entity importing a resolver',
+      { 'src/modules/apps/app.entity.ts': ['src/modules/apps/apps.resolver.ts'] },
+      /domain-without-the-face: src\/modules\/apps\/app\.entity\.ts/,
+    ],
     ['db/ importing a domain', { 'src/db/paging.ts': ['src/modules/apps/app.entity.ts'] }, /infrastructure-below-domains: src\/db\/paging\.ts/],
-    ['graphql/ importing rest/', { 'src/graphql/schema.ts': ['src/modules/index.ts', 'src/rest/adapter.ts'] }, /graphql-below-transports: src\/graphql\/schema\.ts/],
+    [
+      'graphql/ importing rest/',
+      { 'src/graphql/schema.ts': ['src/modules/index.ts', 'src/rest/adapter.ts'] },
+      /graphql-below-transports: src\/graphql\/schema\.ts/,
+    ],
     ['a leaf importing a folder', { 'src/errors.ts': ['src/db/paging.ts'] }, /leaves-stay-leaves: src\/errors\.ts/],
     ['a package nobody declared', { 'src/db/paging.ts': ['src/errors.ts', 'ws'] }, /declared-packages: src\/db\/paging\.ts → .*node_modules\/ws\//],
-    ['a dev dependency imported at run time', { 'src/db/paging.ts': ['src/errors.ts', 'fast-check'] }, /no-dev-dependencies-at-run-time: src\/db\/paging\.ts → .*node_modules\/fast-check\//],
-    ['two folders importing each other (no file circle)', { 'src/http/server.ts': ['src/http/problems.ts', 'src/graphql/schema.ts', 'src/rest/adapter.ts'] }, /folders import each other: http, rest/],
+    [
+      'a dev dependency imported at run time',
+      { 'src/db/paging.ts': ['src/errors.ts', 'fast-check'] },
+      /no-dev-dependencies-at-run-time: src\/db\/paging\.ts → .*node_modules\/fast-check\//,
+    ],
+    [
+      'two folders importing each other (no file circle)',
+      { 'src/http/server.ts': ['src/http/problems.ts', 'src/graphql/schema.ts', 'src/rest/adapter.ts'] },
+      /folders import each other: http, rest/,
+    ],
   ] as Array<[string, Record<string, string[]>, RegExp]>)('%s fails the check, naming it', async (_what, extra, named) => {
     const res = await run(extra);
     expect(res.code).toBe(1);

@@ -47,7 +47,11 @@ describe('POST /billing/energy-pack/checkout refuses bodies it cannot read', () 
   it('the same account’s well-formed request right after the refusals still makes its one session', async () => {
     const user = await makeUser(t.gateway);
     expectProblem(await rest(t.url, user.token, 'POST', CHECKOUT, '{"x":', { 'content-type': 'application/json' }), 400, 'bad_request');
-    expectProblem(await rest(t.url, user.token, 'POST', CHECKOUT, 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+    expectProblem(
+      await rest(t.url, user.token, 'POST', CHECKOUT, 'a=b', { 'content-type': 'application/x-www-form-urlencoded' }),
+      415,
+      'unsupported_media_type',
+    );
     const ok = await rest(t.url, user.token, 'POST', CHECKOUT, '{}', { 'content-type': 'application/json' });
     expect(ok.status).toBe(201);
     expect(await sessionsOf(user)).toBe(1);

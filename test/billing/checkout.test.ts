@@ -4,7 +4,6 @@ import { ISO_MS, makeUser, TestUser } from '../support/factories';
 import { expectProblem } from '../rest/problem';
 import { energyOf, WEBHOOK_SECRET } from '../energy/helpers';
 
-
 describe('POST /billing/energy-pack/checkout (sandbox provider)', () => {
   let t: TestGateway;
   let user: TestUser;

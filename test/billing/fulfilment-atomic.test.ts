@@ -30,8 +30,7 @@ describe('pack fulfilment and its credit commit together', () => {
 
   const fulfilments = async (sessionId: string): Promise<number> =>
     (await t.gateway.ds.query('SELECT count(*)::int AS n FROM pack_fulfilments WHERE provider_session_id = $1', [sessionId]))[0].n;
-  const sessionRow = async (sessionId: string) =>
-    (await t.gateway.ds.query('SELECT status, paid_at FROM checkout_sessions WHERE id = $1', [sessionId]))[0];
+  const sessionRow = async (sessionId: string) => (await t.gateway.ds.query('SELECT status, paid_at FROM checkout_sessions WHERE id = $1', [sessionId]))[0];
 
   /** The next credit writes its ledger row and balance, then fails before the transaction commits. */
   function failNextCreditAfterWriting() {

@@ -54,9 +54,7 @@ describe('payment webhook POST /billing/webhooks/stripe', () => {
 
   it('credits exactly once when completed and async_payment_succeeded race for one session', async () => {
     const { user, sessionId } = await checkout();
-    const payloads = Array.from({ length: 10 }, (_, i) =>
-      sessionEvent(i % 2 ? 'checkout.session.async_payment_succeeded' : COMPLETED, sessionId),
-    );
+    const payloads = Array.from({ length: 10 }, (_, i) => sessionEvent(i % 2 ? 'checkout.session.async_payment_succeeded' : COMPLETED, sessionId));
     const results = await Promise.all(payloads.map((p) => signed(p)));
     expect(results.every((r) => r.status === 200)).toBe(true);
     expect(await packOf(user)).toBe(1000);
@@ -93,7 +91,14 @@ describe('payment webhook POST /billing/webhooks/stripe', () => {
     expect(res.status).toBe(200);
     expect((await signed(sessionEvent(COMPLETED, 'cs_test_unknown'))).status).toBe(200);
     expect((await t.gateway.ds.query(`SELECT count(*)::int AS n FROM energy_ledger WHERE reason = 'pack_purchase'`))[0].n).toBe(before);
-    expect((await t.gateway.ds.query('SELECT count(*)::int AS n FROM pack_fulfilments WHERE provider_session_id IN ($1, $2)', ['chk_01kzzzzzzzzzzzzzzzzzzzzzzz', 'cs_test_unknown']))[0].n).toBe(0);
+    expect(
+      (
+        await t.gateway.ds.query('SELECT count(*)::int AS n FROM pack_fulfilments WHERE provider_session_id IN ($1, $2)', [
+          'chk_01kzzzzzzzzzzzzzzzzzzzzzzz',
+          'cs_test_unknown',
+        ])
+      )[0].n,
+    ).toBe(0);
   });
 
   it.each(['checkout.session.expired', 'checkout.session.async_payment_failed', 'payment_intent.succeeded', 'charge.succeeded'])(

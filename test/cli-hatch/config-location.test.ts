@@ -33,7 +33,13 @@ function ok(r: CliResult): CliResult {
 }
 
 /** `whoami`'s `key  value` lines. */
-const fields = (stdout: string): Record<string, string> => Object.fromEntries(stdout.trim().split('\n').map((l) => l.split(/\s{2,}/)));
+const fields = (stdout: string): Record<string, string> =>
+  Object.fromEntries(
+    stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s{2,}/)),
+  );
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {

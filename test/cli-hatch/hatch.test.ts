@@ -62,9 +62,22 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     it('`hatch --help` lists every command; `hatch <cmd> --help` shows its options', async () => {
       const env = { apiUrl: t.url, configDir: dir() };
       const top = ok(await hatch(env, ['--help']));
-      for (const c of ['login', 'whoami', 'apps create <slug>', 'deploy <app>', 'deployments', 'logs <deployment>', 'energy', 'checkout',
-        'resources set <app> <mb>', 'previews <app>', 'volume <app>', 'crons create <app> <schedule> <command...>', 'crons runs <app> <id>',
-        'webhooks test <app> <id>']) {
+      for (const c of [
+        'login',
+        'whoami',
+        'apps create <slug>',
+        'deploy <app>',
+        'deployments',
+        'logs <deployment>',
+        'energy',
+        'checkout',
+        'resources set <app> <mb>',
+        'previews <app>',
+        'volume <app>',
+        'crons create <app> <schedule> <command...>',
+        'crons runs <app> <id>',
+        'webhooks test <app> <id>',
+      ]) {
         expect(top.stdout).toContain(c);
       }
       const logs = ok(await hatch(env, ['logs', '--help']));
@@ -115,7 +128,12 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ token: user.token, apiUrl: t.url });
 
       const who = ok(await hatch(env, ['whoami']));
-      const fields = Object.fromEntries(who.stdout.trim().split('\n').map((l) => l.split(/\s{2,}/)));
+      const fields = Object.fromEntries(
+        who.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s{2,}/)),
+      );
       expect(fields).toMatchObject({ email: user.email, id: user.id, api: t.url });
       expect(JSON.parse(ok(await hatch(env, ['whoami', '--json'])).stdout)).toMatchObject({ id: user.id, email: user.email });
     });
@@ -257,7 +275,8 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     });
 
     it('deploy refuses --env __proto__=… by the gateway’s own rule (it would be dropped, not sent), deploying nothing', async () => {
-      const count = async () => (await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [slug]))[0].n;
+      const count = async () =>
+        (await t.gateway.ds.query('SELECT count(*)::int AS n FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1', [slug]))[0].n;
       const before = await count();
       const bad = await hatch(env, ['deploy', slug, '--env', '__proto__=x']);
       expect(bad.code).toBe(2);
@@ -291,20 +310,30 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     });
 
     it('logs prints a deployment’s lines, filtered by --type and --since', async () => {
-      const build = ok(await hatch(env, ['logs', live, '--type', 'build'])).stdout.split('\n').filter(Boolean);
+      const build = ok(await hatch(env, ['logs', live, '--type', 'build']))
+        .stdout.split('\n')
+        .filter(Boolean);
       expect(build).toHaveLength(5);
       for (const l of build) expect(l).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z build {3}==> /);
       expect(build[4]).toMatch(/==> Build succeeded$/);
 
-      const runtime = ok(await hatch(env, ['logs', live, '--type', 'runtime'])).stdout.split('\n').filter(Boolean);
+      const runtime = ok(await hatch(env, ['logs', live, '--type', 'runtime']))
+        .stdout.split('\n')
+        .filter(Boolean);
       expect(runtime.map((l) => l.replace(/^\S+ runtime /, ''))).toEqual([expect.stringMatching(/^Starting /), 'Listening on port 8080']);
 
-      const all = ok(await hatch(env, ['logs', live, '--json'])).stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const all = ok(await hatch(env, ['logs', live, '--json']))
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       expect(all.map((l) => l.type)).toEqual(['BUILD', 'BUILD', 'BUILD', 'BUILD', 'BUILD', 'RUNTIME', 'RUNTIME']);
       expect(all.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
 
       const since = all[2].timestamp;
-      const after = ok(await hatch(env, ['logs', live, '--since', since, '--json'])).stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const after = ok(await hatch(env, ['logs', live, '--since', since, '--json']))
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       expect(after.length).toBeGreaterThan(0);
       expect(after.every((l) => l.timestamp > since)).toBe(true);
       expect(after).toEqual(all.filter((l) => l.timestamp > since));
@@ -329,7 +358,14 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         ['pack', '1000'],
         ['total', '1042'],
       ]);
-      expect(JSON.parse(ok(await hatch(env, ['energy', '--json'])).stdout)).toMatchObject({ daily: 7, weekly: 30, bonus: 5, pack: 1000, total: 1042, depleted: false });
+      expect(JSON.parse(ok(await hatch(env, ['energy', '--json'])).stdout)).toMatchObject({
+        daily: 7,
+        weekly: 30,
+        bonus: 5,
+        pack: 1000,
+        total: 1042,
+        depleted: false,
+      });
 
       await t.gateway.services.energy.setBuckets(user.email, { daily: 0, weekly: 0, bonus: 0, pack: 0 });
       expect(ok(await hatch(env, ['energy'])).stdout).toMatch(/depleted/);
@@ -398,7 +434,12 @@ describe('hatch CLI (end to end against a running gateway)', () => {
 
       await gqlOk(t.url, user.token, ProvisionVolumeDocument, { app: slug, sizeMb: 300 });
       const out = ok(await hatch(env, ['volume', slug])).stdout;
-      const fields = Object.fromEntries(out.trim().split('\n').map((l) => l.split(/\s{2,}/)));
+      const fields = Object.fromEntries(
+        out
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s{2,}/)),
+      );
       expect(fields).toMatchObject({ size: '300 MB', used: '0 MB', status: 'active', mount: '/data', 'erase at': '-' });
       expect(JSON.parse(ok(await hatch(env, ['volume', slug, '--json'])).stdout)).toMatchObject({ sizeMb: 300, mount: '/data', overQuota: false });
     });

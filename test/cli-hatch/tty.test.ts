@@ -56,7 +56,10 @@ function visibleLines(screen: string): string[] {
 
 /** The spinner frames drawn, in order: each draw clears the line and writes `<frame> <text> <secs>s`. */
 function spinnerFrames(screen: string, text: string): string[] {
-  const draws = screen.split(CLEAR_LINE).slice(1).map((d) => d.replace(SGR, ''));
+  const draws = screen
+    .split(CLEAR_LINE)
+    .slice(1)
+    .map((d) => d.replace(SGR, ''));
   return draws.filter((d) => d.includes(` ${text}`) && /\d+\.\d+s$/.test(d)).map((d) => [...d][0]);
 }
 

@@ -79,7 +79,8 @@ function analyse(files: Array<{ file: string; text: string }>): Analysis {
         for (const n of names) imported.set(n.name.text, resolved);
         if (node.importClause?.name) imported.set(node.importClause.name.text, resolved);
         if (spec.startsWith('.')) {
-          if (resolved !== GENERATED && !SHARED.includes(resolved) && !resolved.startsWith(CLI_DIR + path.sep)) problems.push(`${where(node)}: imports ${spec}, outside the CLI and the generated operations`);
+          if (resolved !== GENERATED && !SHARED.includes(resolved) && !resolved.startsWith(CLI_DIR + path.sep))
+            problems.push(`${where(node)}: imports ${spec}, outside the CLI and the generated operations`);
         } else if (!spec.startsWith('node:') && !builtinModules.includes(spec)) {
           if (!(spec in PACKAGES)) problems.push(`${where(node)}: imports the package ${spec}`);
           const allowed = PACKAGES[spec];
@@ -98,7 +99,8 @@ function analyse(files: Array<{ file: string; text: string }>): Analysis {
         problems.push(`${where(node)}: require() instead of an import`);
       }
       if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) {
-        if (!ts.isImportDeclaration(node.parent) && isGraphQL(node.text)) problems.push(`${where(node)}: a hand-written GraphQL string: ${JSON.stringify(node.text)}`);
+        if (!ts.isImportDeclaration(node.parent) && isGraphQL(node.text))
+          problems.push(`${where(node)}: a hand-written GraphQL string: ${JSON.stringify(node.text)}`);
       }
       if (ts.isTemplateExpression(node)) {
         const skeleton = node.head.text + node.templateSpans.map((s) => `x${s.literal.text}`).join('');
@@ -111,7 +113,8 @@ function analyse(files: Array<{ file: string; text: string }>): Analysis {
           problems.push(`${where(node)}: .${method}() is sent something other than a named document`);
         } else if (imported.get(first.text) !== GENERATED || !/Document$/.test(first.text)) {
           // api.ts's own plumbing passes its `document` parameter on; that is checked below.
-          if (!(file === API_FILE && first.text === 'document')) problems.push(`${where(node)}: .${method}(${first.text}) is not a document from src/client/generated`);
+          if (!(file === API_FILE && first.text === 'document'))
+            problems.push(`${where(node)}: .${method}(${first.text}) is not a document from src/client/generated`);
         } else {
           sends.push({ file, line: source.getLineAndCharacterOfPosition(node.getStart()).line + 1, method, document: first.text });
         }

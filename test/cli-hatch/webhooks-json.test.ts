@@ -64,9 +64,7 @@ describe('hatch webhooks <app> --json', () => {
     expect(rows.map((r) => [r.ID, r.URL, r.EVENTS, r.ACTIVE]).sort()).toEqual(
       listed.map((w) => [w.id, w.url, w.events.join(','), w.active ? 'yes' : 'no']).sort(),
     );
-    expect(rows.find((r) => r.ID === pinged.webhook.id)!['LAST DELIVERY']).toBe(
-      `succeeded 204 ${byId.get(pinged.webhook.id)!.lastDelivery.lastAttemptAt}`,
-    );
+    expect(rows.find((r) => r.ID === pinged.webhook.id)!['LAST DELIVERY']).toBe(`succeeded 204 ${byId.get(pinged.webhook.id)!.lastDelivery.lastAttemptAt}`);
 
     // `webhooks list <app> --json` is the same listing.
     expect(JSON.parse(ok(await hatch(env, ['webhooks', 'list', slug, '--json'])).stdout)).toEqual(listed);

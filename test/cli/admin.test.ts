@@ -5,7 +5,6 @@ import { admin, CLI_TIMEOUT_MS } from '../support/cli';
 import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser, unique } from '../support/factories';
 
-
 /** The one JSON line the command printed on a stream. */
 function oneJsonLine(text: string): Record<string, unknown> {
   expect(text).toMatch(/^[^\n]+\n$/);

@@ -1,7 +1,6 @@
 import { CronExpression, CronSyntaxError } from '../../src/modules/crons/cron-expression';
 import { upcoming } from './helpers';
 
-
 const at = (s: string) => `${s}.000Z`;
 
 /** The CronSyntaxError that parsing `schedule` throws (fails the test if it parses). */
@@ -71,11 +70,7 @@ describe('CronExpression.next: due times in UTC with Vixie cron semantics', () =
   it("'0 0 1 * */2' (day-of-week starts with *) runs on a 1st that is a Sunday, Tuesday, Thursday or Saturday", () => {
     // 1 July 2026 is a Wednesday; 1 August a Saturday, 1 September a Tuesday, 1 October a Thursday.
     // Were */2 restricted, Sunday 21 June would be due too.
-    expect(upcoming('0 0 1 * */2', '2026-06-20T00:00:00.000Z', 3)).toEqual([
-      at('2026-08-01T00:00:00'),
-      at('2026-09-01T00:00:00'),
-      at('2026-10-01T00:00:00'),
-    ]);
+    expect(upcoming('0 0 1 * */2', '2026-06-20T00:00:00.000Z', 3)).toEqual([at('2026-08-01T00:00:00'), at('2026-09-01T00:00:00'), at('2026-10-01T00:00:00')]);
   });
 
   it("a stepped day field alone still filters: '0 0 */2 * *' is the odd days, '0 0 * * */3' Sunday, Wednesday and Saturday", () => {

@@ -139,8 +139,16 @@ describe('crons over REST: /v1/apps/:slug/crons', () => {
     it('a body that is not JSON → 400; not a JSON object → 400; not application/json → 415', async () => {
       const { owner, slug } = await eggWithPeople(t);
       const before = await countCrons(t);
-      expectProblem(await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, '{"schedule":', { 'content-type': 'application/json' }), 400, 'bad_request');
-      expectProblem(await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, '["* * * * *"]', { 'content-type': 'application/json' }), 400, 'bad_request');
+      expectProblem(
+        await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, '{"schedule":', { 'content-type': 'application/json' }),
+        400,
+        'bad_request',
+      );
+      expectProblem(
+        await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, '["* * * * *"]', { 'content-type': 'application/json' }),
+        400,
+        'bad_request',
+      );
       expectProblem(
         await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, 'schedule=*&command=x', { 'content-type': 'application/x-www-form-urlencoded' }),
         415,

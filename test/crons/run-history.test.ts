@@ -98,7 +98,12 @@ describe('cron run history: the newest 100 runs per cron', () => {
     expect((await listedCron(t, owner.token, slug, cron.id)).last_run?.scheduled_at).toBe(at(102).toISOString());
 
     const ledger = (await gqlOk(t.url, owner.token, EnergyLedgerDocument, { first: 100 })).energyLedger.nodes;
-    expect(ledger.filter((n) => n.reason === 'CRON_RUN').map((n) => n.ref).sort()).toEqual(ran.map((r) => r.id).sort());
+    expect(
+      ledger
+        .filter((n) => n.reason === 'CRON_RUN')
+        .map((n) => n.ref)
+        .sort(),
+    ).toEqual(ran.map((r) => r.id).sort());
     const energy = (await gqlOk(t.url, owner.token, EnergyDocument, {})).energy;
     const [sums] = await t.gateway.ds.query(
       `SELECT coalesce(sum(delta) FILTER (WHERE bucket = 'daily'), 0)::int AS daily, coalesce(sum(delta) FILTER (WHERE bucket = 'weekly'), 0)::int AS weekly
@@ -121,7 +126,12 @@ describe('cron run history: the newest 100 runs per cron', () => {
     await settleRuns(t.gateway.ds, cron.id);
     const stored = await storedRuns(t.gateway.ds, cron.id);
     expect(stored).toHaveLength(KEPT);
-    expect(stored.map((r) => r.id).sort().at(-1)).toBe(manual.id);
+    expect(
+      stored
+        .map((r) => r.id)
+        .sort()
+        .at(-1),
+    ).toBe(manual.id);
 
     const rest = await getRuns(t, owner.token, slug, cron.id, `?limit=100&cursor=${encodeURIComponent(first.body.next_cursor)}`);
     expect(rest.status).toBe(200);

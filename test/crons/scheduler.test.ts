@@ -165,9 +165,7 @@ describe('cron scheduler', () => {
     sim.release(slug);
     expect(await sim.ended(slug, 1)).toEqual({ exitCode: 0 });
     await settleRuns(t.gateway.ds, cron.id);
-    expect(await runsOf(t, owner.token, slug, cron.id)).toEqual([
-      { ...running[0], status: 'success', exit_code: 0, finished_at: '2026-11-23T10:10:00.000Z' },
-    ]);
+    expect(await runsOf(t, owner.token, slug, cron.id)).toEqual([{ ...running[0], status: 'success', exit_code: 0, finished_at: '2026-11-23T10:10:00.000Z' }]);
 
     clock.set('2026-11-23T10:15:00.000Z');
     await tick();

@@ -25,7 +25,7 @@ async function connect(url: string): Promise<Client> {
 }
 
 /** The error a connection attempt ends with, or null when it got in. */
-async function connectError(url: string): Promise<Error & { code?: string } | null> {
+async function connectError(url: string): Promise<(Error & { code?: string }) | null> {
   const c = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   c.on('error', () => undefined);
   try {
@@ -102,9 +102,15 @@ describe('the embedded PostgreSQL', () => {
     // In a checkout the postgres user cannot enter, a copy it can run (in this test's folder).
     const bin = path.join(runnableBinaries({ home: path.join(dir, 'home') }), 'bin');
     // What earlier versions did: trust for every local connection.
-    execFileSync(path.join(bin, 'initdb'), ['--pgdata', pgDir, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--locale=C'], { ...asServer, stdio: 'ignore' });
+    execFileSync(path.join(bin, 'initdb'), ['--pgdata', pgDir, '--auth=trust', '--username=postgres', '--encoding=UTF8', '--locale=C'], {
+      ...asServer,
+      stdio: 'ignore',
+    });
     const port = await closedPort();
-    const old = spawn(path.join(bin, 'postgres'), ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], { ...asServer, stdio: 'ignore' });
+    const old = spawn(path.join(bin, 'postgres'), ['-D', pgDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], {
+      ...asServer,
+      stdio: 'ignore',
+    });
     const oldExit = new Promise((resolve) => old.once('exit', resolve));
     try {
       const trustUrl = `postgres://postgres@127.0.0.1:${port}`;

@@ -25,8 +25,29 @@ describe('EntityRows hydrates like TypeORM', () => {
     const now = new Date('2026-11-21T10:11:12.345Z');
     const base = { appId: app.id, url: 'https://x.invalid', envKeys: [], memoryMb: 512, createdById: app.owner_id, createdAt: now, updatedAt: now };
     await t.gateway.ds.getRepository(Deployment).insert([
-      { ...base, id: newId('dep'), status: DeploymentStatus.FAILED, failureReason: 'no', volumeMb: 100, finishedAt: now, envKeys: ['A', 'B'], envSealed: 'sealed', meteredUntil: now, leaseUntil: now },
-      { ...base, id: newId('dep'), status: DeploymentStatus.BUILDING, failureReason: null, volumeMb: null, finishedAt: null, envSealed: null, meteredUntil: null, leaseUntil: null },
+      {
+        ...base,
+        id: newId('dep'),
+        status: DeploymentStatus.FAILED,
+        failureReason: 'no',
+        volumeMb: 100,
+        finishedAt: now,
+        envKeys: ['A', 'B'],
+        envSealed: 'sealed',
+        meteredUntil: now,
+        leaseUntil: now,
+      },
+      {
+        ...base,
+        id: newId('dep'),
+        status: DeploymentStatus.BUILDING,
+        failureReason: null,
+        volumeMb: null,
+        finishedAt: null,
+        envSealed: null,
+        meteredUntil: null,
+        leaseUntil: null,
+      },
     ] as never);
   });
   afterAll(() => t.stop());

@@ -25,7 +25,13 @@ async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> 
 }
 
 const dataSource = (url: string, upTo: number) =>
-  new DataSource({ type: 'postgres', url, migrations: migrations.slice(0, upTo), namingStrategy: new SnakeNamingStrategy(), migrationsTransactionMode: 'each' });
+  new DataSource({
+    type: 'postgres',
+    url,
+    migrations: migrations.slice(0, upTo),
+    namingStrategy: new SnakeNamingStrategy(),
+    migrationsTransactionMode: 'each',
+  });
 
 describe('migration HostSeparator: existing rows move to `--` hosts', () => {
   const at = migrations.indexOf(HostSeparator1795519548387);
@@ -84,7 +90,9 @@ describe('migration HostSeparator: existing rows move to `--` hosts', () => {
   });
 
   it('the database refuses a slug with `--` from now on', async () => {
-    await expect(ds.query(`INSERT INTO apps (id, slug, owner_id, created_at) VALUES ('app_9', 'a--b', 'usr_a', now())`)).rejects.toThrow(/apps_slug_single_dashes/);
+    await expect(ds.query(`INSERT INTO apps (id, slug, owner_id, created_at) VALUES ('app_9', 'a--b', 'usr_a', now())`)).rejects.toThrow(
+      /apps_slug_single_dashes/,
+    );
   });
 
   it('down() restores the old URL forms', async () => {

@@ -11,7 +11,12 @@ describe('RowLease', () => {
   const at = (s: number) => new Date(t0.getTime() + s * 1000);
   const builds = new RowLease({ table: 'jobs_t', until: 'lease_until', scope: "status = 'building'" });
   const runners = new RowLease({ table: 'jobs_t', until: 'lease_until', holder: 'holder', scope: 'status IS NOT NULL' });
-  const leases = async () => Object.fromEntries((await q.query<Array<{ id: string; holder: string | null; lease_until: Date | null }>>('SELECT id, holder, lease_until FROM jobs_t ORDER BY id')).map((r) => [r.id, [r.holder, r.lease_until?.toISOString() ?? null]]));
+  const leases = async () =>
+    Object.fromEntries(
+      (await q.query<Array<{ id: string; holder: string | null; lease_until: Date | null }>>('SELECT id, holder, lease_until FROM jobs_t ORDER BY id')).map(
+        (r) => [r.id, [r.holder, r.lease_until?.toISOString() ?? null]],
+      ),
+    );
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -20,7 +25,10 @@ describe('RowLease', () => {
   });
   beforeEach(async () => {
     await q.query('DROP TABLE IF EXISTS jobs_t; CREATE TABLE jobs_t (id text PRIMARY KEY, status text, holder text, lease_until timestamptz)');
-    await q.query(`INSERT INTO jobs_t VALUES ('a', 'building', NULL, NULL), ('b', 'building', NULL, $1), ('c', 'building', NULL, $2), ('d', 'live', NULL, NULL)`, [at(-1), at(10)]);
+    await q.query(
+      `INSERT INTO jobs_t VALUES ('a', 'building', NULL, NULL), ('b', 'building', NULL, $1), ('c', 'building', NULL, $2), ('d', 'live', NULL, NULL)`,
+      [at(-1), at(10)],
+    );
   });
   afterAll(async () => {
     await q.destroy();
@@ -30,7 +38,12 @@ describe('RowLease', () => {
   it('claims rows in scope that nobody holds or whose lease lapsed, and only those', async () => {
     const claimed = await builds.claim(q, { until: at(30), now: t0 });
     expect(claimed.map((r) => r.id).sort()).toEqual(['a', 'b']);
-    expect(await leases()).toMatchObject({ a: [null, at(30).toISOString()], b: [null, at(30).toISOString()], c: [null, at(10).toISOString()], d: [null, null] });
+    expect(await leases()).toMatchObject({
+      a: [null, at(30).toISOString()],
+      b: [null, at(30).toISOString()],
+      c: [null, at(10).toISOString()],
+      d: [null, null],
+    });
     // Claimed now, they are held: a second claimant at the same moment gets nothing.
     expect(await builds.claim(q, { until: at(60), now: t0 })).toEqual([]);
     // Once the lease lapses they can be claimed again.
@@ -50,7 +63,9 @@ describe('RowLease', () => {
     expect((await runners.claim(q, { until: at(30), now: t0, holder: 'gw1', ids: ['a', 'd'] })).map((r) => r.id).sort()).toEqual(['a', 'd']);
     expect(await runners.claim(q, { until: at(30), now: at(1), holder: 'gw2', ids: ['a'] })).toEqual([]);
     // The holder renews by claiming again, and can ask for more columns back.
-    expect(await runners.claim<{ id: string; status: string }>(q, { until: at(40), now: at(1), holder: 'gw1', ids: ['a'], returning: 'id, status' })).toEqual([{ id: 'a', status: 'building' }]);
+    expect(await runners.claim<{ id: string; status: string }>(q, { until: at(40), now: at(1), holder: 'gw1', ids: ['a'], returning: 'id, status' })).toEqual([
+      { id: 'a', status: 'building' },
+    ]);
     expect((await runners.claim(q, { until: at(90), now: at(41), holder: 'gw2', ids: ['a'] })).map((r) => r.id)).toEqual(['a']);
     expect((await runners.release(q, { holder: 'gw1' })).sort()).toEqual(['d']);
     expect(await leases()).toMatchObject({ a: ['gw2', at(90).toISOString()], d: [null, null] });

@@ -36,14 +36,12 @@ describe('crash recovery of builds', () => {
 
     // As if the first gateway crashed while building both: one lease has lapsed, the other is
     // still held (its builder may be alive) and must be left alone.
-    await t.gateway.ds.query(
-      `UPDATE deployments SET status = 'building', lease_until = now() - interval '1 hour', finished_at = NULL WHERE id = $1`,
-      [orphan.id],
-    );
-    await t.gateway.ds.query(
-      `UPDATE deployments SET status = 'building', lease_until = now() + interval '1 hour', finished_at = NULL WHERE id = $1`,
-      [leased.id],
-    );
+    await t.gateway.ds.query(`UPDATE deployments SET status = 'building', lease_until = now() - interval '1 hour', finished_at = NULL WHERE id = $1`, [
+      orphan.id,
+    ]);
+    await t.gateway.ds.query(`UPDATE deployments SET status = 'building', lease_until = now() + interval '1 hour', finished_at = NULL WHERE id = $1`, [
+      leased.id,
+    ]);
     await t.gateway.ds.query('UPDATE apps SET current_deployment_id = NULL WHERE slug = $1', [slug]);
     const linesBefore: number = (await t.gateway.ds.query('SELECT max(seq)::int AS n FROM log_lines WHERE deployment_id = $1', [orphan.id]))[0].n;
     await t.gateway.stop();

@@ -16,10 +16,7 @@ describe('DataLoaders: DeploymentsWithOwners runs a constant number of statement
 
   beforeAll(async () => {
     // Builds never finish by themselves here, so nothing runs in the background while we count.
-    t = await startGateway(
-      { HATCHERY_SIM_BUILD_MS: '600000' },
-      { db: { onQuery: sql.onQuery } },
-    );
+    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '600000' }, { db: { onQuery: sql.onQuery } });
     owner = await makeUser(t.gateway);
     for (let i = 0; i < 5; i++) {
       slugs.push((await makeApp(t.url, owner)).slug);

@@ -76,7 +76,11 @@ describe('an env variable named __proto__', () => {
     ['an inline object literal', `mutation { deploy(input: {project: "x", env: {__proto__: "polluted"}}) { id } }`, () => ({})],
   ])('GraphQL over GET, the key in %s: 405 (mutations need POST), nothing stored', async (_what, query, extra) => {
     const params = new URLSearchParams({ query, ...extra() });
-    const res = await storesNothing(() => fetch(`${t.url}/graphql?${params.toString()}`, { headers: { accept: 'application/json', authorization: `Bearer ${owner.token}`, 'apollo-require-preflight': 'true' } }));
+    const res = await storesNothing(() =>
+      fetch(`${t.url}/graphql?${params.toString()}`, {
+        headers: { accept: 'application/json', authorization: `Bearer ${owner.token}`, 'apollo-require-preflight': 'true' },
+      }),
+    );
     expect(res.status).toBe(405);
   });
 

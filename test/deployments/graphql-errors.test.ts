@@ -1,12 +1,6 @@
 // The gateway (src/app) first: it loads reflect-metadata.
 import { gql, gqlOk, GqlResult, rest, startGateway, TestGateway } from '../support/gateway';
-import {
-  DeleteDeploymentDocument,
-  DeployDocument,
-  DeploymentDocument,
-  DeploymentLogsDocument,
-  DeploymentsDocument,
-} from '../../src/client/generated';
+import { DeleteDeploymentDocument, DeployDocument, DeploymentDocument, DeploymentLogsDocument, DeploymentsDocument } from '../../src/client/generated';
 import { ErrorCode } from '../../src/errors';
 import { ERROR_HTTP } from '../../src/http/problems';
 import { newId } from '../../src/ids';
@@ -208,7 +202,7 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
 
     it.each(cases)('$name, nothing written', (c) => expectSameRefusal(c));
 
-    it("an egg of another account is NOT_FOUND exactly like an unknown slug, and nothing is written", async () => {
+    it('an egg of another account is NOT_FOUND exactly like an unknown slug, and nothing is written', async () => {
       const missing = unique('nosuch');
       const theirs = await writesNothing(t, () => deployTwin({ project: strangerSlug }));
       const unknown = await writesNothing(t, () => deployTwin({ project: missing }));
@@ -271,26 +265,22 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
   describe('deployments(project, status, first, after) ↔ GET /deployments', () => {
     const seqCursor = Buffer.from('seq:1').toString('base64url');
     const cases: TwinCase[] = [
-      ...[0, 101, -1].map(
-        (n): TwinCase => ({
-          name: `first ${n} → BAD_USER_INPUT on first ↔ limit=${n}: 422 on limit`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments?limit=${n}`),
-          gql: () => listTwin({ first: n }),
-          restField: 'limit',
-          gqlField: { field: 'first' },
-        }),
-      ),
-      ...(['abc', 1.5] as const).map(
-        (v): TwinCase => ({
-          name: `first ${JSON.stringify(v)} (not an Int) → BAD_USER_INPUT naming $first ↔ limit=${v}: 422 on limit`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments?limit=${v}`),
-          gql: () => listTwin({ first: v }),
-          restField: 'limit',
-          gqlField: { message: '"$first"' },
-        }),
-      ),
+      ...[0, 101, -1].map((n): TwinCase => ({
+        name: `first ${n} → BAD_USER_INPUT on first ↔ limit=${n}: 422 on limit`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments?limit=${n}`),
+        gql: () => listTwin({ first: n }),
+        restField: 'limit',
+        gqlField: { field: 'first' },
+      })),
+      ...(['abc', 1.5] as const).map((v): TwinCase => ({
+        name: `first ${JSON.stringify(v)} (not an Int) → BAD_USER_INPUT naming $first ↔ limit=${v}: 422 on limit`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments?limit=${v}`),
+        gql: () => listTwin({ first: v }),
+        restField: 'limit',
+        gqlField: { message: '"$first"' },
+      })),
       {
         name: 'after "not-a-cursor" → BAD_USER_INPUT on after ↔ cursor=not-a-cursor: 422 on cursor',
         code: 'BAD_USER_INPUT',
@@ -307,16 +297,14 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
         restField: 'cursor',
         gqlField: { field: 'after' },
       },
-      ...['BOGUS', 'SLEEPING'].map(
-        (s): TwinCase => ({
-          name: `status "${s}" → BAD_USER_INPUT naming $status ↔ status=${s.toLowerCase()}: 422 on status`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments?status=${s.toLowerCase()}`),
-          gql: () => listTwin({ status: s }),
-          restField: 'status',
-          gqlField: { message: '"$status"' },
-        }),
-      ),
+      ...['BOGUS', 'SLEEPING'].map((s): TwinCase => ({
+        name: `status "${s}" → BAD_USER_INPUT naming $status ↔ status=${s.toLowerCase()}: 422 on status`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments?status=${s.toLowerCase()}`),
+        gql: () => listTwin({ status: s }),
+        restField: 'status',
+        gqlField: { message: '"$status"' },
+      })),
       {
         name: 'project an unknown slug → NOT_FOUND ↔ 404',
         code: 'NOT_FOUND',
@@ -324,7 +312,7 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
         gql: () => listTwin({ project: 'nosuch-egg-for-twins' }),
       },
       {
-        name: "project an egg of another account → NOT_FOUND ↔ 404",
+        name: 'project an egg of another account → NOT_FOUND ↔ 404',
         code: 'NOT_FOUND',
         rest: () => get(`/deployments?project=${strangerSlug}`),
         gql: () => listTwin({ project: strangerSlug }),
@@ -378,16 +366,14 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
 
   describe('deployment(id).logs(type, since, first, after) ↔ GET /deployments/:id/logs', () => {
     const cases: TwinCase[] = [
-      ...[0, 1001].map(
-        (n): TwinCase => ({
-          name: `first ${n} → BAD_USER_INPUT on first ↔ limit=${n}: 422 on limit`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments/${depId}/logs?limit=${n}`),
-          gql: () => logsTwin({ first: n }),
-          restField: 'limit',
-          gqlField: { field: 'first' },
-        }),
-      ),
+      ...[0, 1001].map((n): TwinCase => ({
+        name: `first ${n} → BAD_USER_INPUT on first ↔ limit=${n}: 422 on limit`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments/${depId}/logs?limit=${n}`),
+        gql: () => logsTwin({ first: n }),
+        restField: 'limit',
+        gqlField: { field: 'first' },
+      })),
       {
         name: 'after "garbage" → BAD_USER_INPUT on after ↔ cursor=garbage: 422 on cursor',
         code: 'BAD_USER_INPUT',
@@ -396,26 +382,22 @@ describe('GraphQL twins of the deployment 4xx cases', () => {
         restField: 'cursor',
         gqlField: { field: 'after' },
       },
-      ...['yesterday', '2026-13-45T00:00:00Z'].map(
-        (since): TwinCase => ({
-          name: `since "${since}" → BAD_USER_INPUT naming $since ↔ since=${since}: 422 on since`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments/${depId}/logs?since=${since}`),
-          gql: () => logsTwin({ since }),
-          restField: 'since',
-          gqlField: { message: '"$since"' },
-        }),
-      ),
-      ...['STDOUT', 'BOGUS'].map(
-        (type): TwinCase => ({
-          name: `type "${type}" → BAD_USER_INPUT naming $type ↔ type=${type.toLowerCase()}: 422 on type`,
-          code: 'BAD_USER_INPUT',
-          rest: () => get(`/deployments/${depId}/logs?type=${type.toLowerCase()}`),
-          gql: () => logsTwin({ type }),
-          restField: 'type',
-          gqlField: { message: '"$type"' },
-        }),
-      ),
+      ...['yesterday', '2026-13-45T00:00:00Z'].map((since): TwinCase => ({
+        name: `since "${since}" → BAD_USER_INPUT naming $since ↔ since=${since}: 422 on since`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments/${depId}/logs?since=${since}`),
+        gql: () => logsTwin({ since }),
+        restField: 'since',
+        gqlField: { message: '"$since"' },
+      })),
+      ...['STDOUT', 'BOGUS'].map((type): TwinCase => ({
+        name: `type "${type}" → BAD_USER_INPUT naming $type ↔ type=${type.toLowerCase()}: 422 on type`,
+        code: 'BAD_USER_INPUT',
+        rest: () => get(`/deployments/${depId}/logs?type=${type.toLowerCase()}`),
+        gql: () => logsTwin({ type }),
+        restField: 'type',
+        gqlField: { message: '"$type"' },
+      })),
       {
         name: 'a well-formed deployment id that was never created → NOT_FOUND ↔ 404',
         code: 'NOT_FOUND',

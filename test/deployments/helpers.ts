@@ -58,5 +58,8 @@ export { ISO_MS } from '../support/factories';
 
 /** The deployment's stored log lines (of one type, if given), in seq order. */
 export async function storedLines(t: TestGateway, id: string, type?: string): Promise<Array<{ seq: number; message: string }>> {
-  return t.gateway.ds.query(`SELECT seq, message FROM log_lines WHERE deployment_id = $1 ${type ? 'AND type = $2' : ''} ORDER BY seq`, type ? [id, type] : [id]);
+  return t.gateway.ds.query(
+    `SELECT seq, message FROM log_lines WHERE deployment_id = $1 ${type ? 'AND type = $2' : ''} ORDER BY seq`,
+    type ? [id, type] : [id],
+  );
 }

@@ -21,9 +21,9 @@ describe('Idempotency-Key retention (24 h)', () => {
   afterAll(() => t.stop());
 
   const rowsOf = async (slug: string): Promise<string[]> =>
-    (
-      await t.gateway.ds.query('SELECT d.id FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1 ORDER BY d.id', [slug])
-    ).map((r: { id: string }) => r.id);
+    (await t.gateway.ds.query('SELECT d.id FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1 ORDER BY d.id', [slug])).map(
+      (r: { id: string }) => r.id,
+    );
   const keyRows = async (key: string): Promise<Array<{ created_at: Date }>> =>
     t.gateway.ds.query('SELECT created_at FROM idempotency_keys WHERE user_id = $1 AND key = $2', [owner.id, key]);
   const post = (body: unknown, key: string) => rest(t.url, owner.token, 'POST', '/deploy', body, { 'Idempotency-Key': key });

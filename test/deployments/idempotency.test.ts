@@ -13,9 +13,9 @@ describe('Idempotency-Key on POST /deploy and deploy(idempotencyKey:)', () => {
   afterAll(() => t.stop());
 
   const rowsOf = async (slug: string): Promise<string[]> =>
-    (
-      await t.gateway.ds.query('SELECT d.id FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1 ORDER BY d.id', [slug])
-    ).map((r: { id: string }) => r.id);
+    (await t.gateway.ds.query('SELECT d.id FROM deployments d JOIN apps a ON a.id = d.app_id WHERE a.slug = $1 ORDER BY d.id', [slug])).map(
+      (r: { id: string }) => r.id,
+    );
   const keyCount = async (): Promise<number> => (await t.gateway.ds.query('SELECT count(*)::int AS n FROM idempotency_keys'))[0].n;
   const post = (user: TestUser, body: unknown, key?: string) =>
     rest(t.url, user.token, 'POST', '/deploy', body, key === undefined ? {} : { 'Idempotency-Key': key });

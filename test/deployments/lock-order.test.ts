@@ -35,7 +35,7 @@ describe('a build ending while its deployment is deleted', () => {
       const finished = t.gateway.services.deployments.finishBuild(d.id, { ok: true });
       // Wait until finishBuild is blocked by the deleter's transaction.
       const pid: number = (await deleter.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-      for (let blocked = false; !blocked; ) {
+      for (let blocked = false; !blocked;) {
         const rows = await t.gateway.ds.query<unknown[]>('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
         blocked = rows.length > 0;
         if (!blocked) await new Promise((r) => setImmediate(r));
@@ -54,7 +54,10 @@ describe('a build ending while its deployment is deleted', () => {
   it('DELETE racing the end of the build always answers 204', async () => {
     for (let i = 0; i < 20; i++) {
       const d = await deploy(t.url, user, slug);
-      const [del, fin] = await Promise.allSettled([rest(t.url, user.token, 'DELETE', `/deployments/${d.id}`), t.gateway.services.deployments.finishBuild(d.id, { ok: true })]);
+      const [del, fin] = await Promise.allSettled([
+        rest(t.url, user.token, 'DELETE', `/deployments/${d.id}`),
+        t.gateway.services.deployments.finishBuild(d.id, { ok: true }),
+      ]);
       expect(del).toMatchObject({ status: 'fulfilled', value: { status: 204 } });
       expect(fin.status).toBe('fulfilled');
     }

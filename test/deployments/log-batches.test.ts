@@ -103,7 +103,11 @@ describe('deploymentLogBatches', () => {
       const s = collect(client, DeploymentLogBatchStreamDocument, { id: d.id });
       await waitForLines(s, all.length);
       // The running egg may have written more since: those follow.
-      expect(flat(s).map((l) => l.seq).slice(0, all.length)).toEqual(all.map((l) => l.seq));
+      expect(
+        flat(s)
+          .map((l) => l.seq)
+          .slice(0, all.length),
+      ).toEqual(all.map((l) => l.seq));
       expect(Math.max(...s.items.map((i) => i.deploymentLogBatches.length))).toBe(500);
       s.unsubscribe();
     } finally {

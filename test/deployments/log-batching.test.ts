@@ -16,10 +16,7 @@ describe('log writes are batched', () => {
   const sql = new StatementLog();
 
   beforeAll(async () => {
-    t = await startGateway(
-      { HATCHERY_SIM_BUILD_MS: '50' },
-      { db: { onQuery: sql.onQuery } },
-    );
+    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '50' }, { db: { onQuery: sql.onQuery } });
     owner = await makeUser(t.gateway);
     slug = (await makeApp(t.url, owner)).slug;
   });

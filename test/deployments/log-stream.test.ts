@@ -9,7 +9,8 @@ import { logBatchStream, LogSource, statusStream } from '../../src/modules/deplo
  */
 
 const at = (seq: number) => new Date(Date.UTC(2026, 10, 24, 12, 0, seq));
-const line = (seq: number, type = LogType.BUILD): LogLine => Object.assign(new LogLine(), { deploymentId: 'dep_x', seq, type, timestamp: at(seq), message: `line ${seq}` });
+const line = (seq: number, type = LogType.BUILD): LogLine =>
+  Object.assign(new LogLine(), { deploymentId: 'dep_x', seq, type, timestamp: at(seq), message: `line ${seq}` });
 const deployment = (revision: number, status = DeploymentStatus.BUILDING): Deployment => Object.assign(new Deployment(), { id: 'dep_x', revision, status });
 
 /** Events the test pushes, read by the stream in order; `end()` closes the stream's listening. */
@@ -50,7 +51,8 @@ function logSource(store: LogLine[], q: ReturnType<typeof eventQueue>, over: Par
   return {
     events: q.events,
     check: () => Promise.resolve(deployment(1)),
-    read: (afterSeq) => Promise.resolve(store.filter((l) => l.seq > afterSeq && (!type || l.type === type) && (!since || l.timestamp > since)).slice(0, over.pageSize ?? 3)),
+    read: (afterSeq) =>
+      Promise.resolve(store.filter((l) => l.seq > afterSeq && (!type || l.type === type) && (!since || l.timestamp > since)).slice(0, over.pageSize ?? 3)),
     pageSize: 3,
     type,
     since,

@@ -72,10 +72,7 @@ describe('deploymentStatus and deploymentLogs subscriptions', () => {
       const stranger = await makeUser(t.gateway);
       const theirs = wsClient(t.url, stranger.token);
       try {
-        for (const stream of [
-          collect(theirs, DeploymentStatusDocument, { id: d.id }),
-          collect(theirs, DeploymentLogStreamDocument, { id: d.id }),
-        ]) {
+        for (const stream of [collect(theirs, DeploymentStatusDocument, { id: d.id }), collect(theirs, DeploymentLogStreamDocument, { id: d.id })]) {
           const err = await stream.done.then(
             () => stream.errors,
             (e: unknown) => e,

@@ -28,7 +28,8 @@ function docsCheck(file: string): Promise<{ code: number; stderr: string }> {
 
 describe('docs/api.md: the generated REST ↔ GraphQL map', () => {
   const map = renderApiMap(doc, routes, schema);
-  const rowOf = (method: string, path: string) => map.split('\n').find((l) => l.startsWith(`| \`${method} ${path}`) && /^[?` ]/.test(l.slice(`| \`${method} ${path}`.length)));
+  const rowOf = (method: string, path: string) =>
+    map.split('\n').find((l) => l.startsWith(`| \`${method} ${path}`) && /^[?` ]/.test(l.slice(`| \`${method} ${path}`.length)));
 
   it('is what `npm run docs` writes from the route table', () => {
     expect(generated(committed)).toBe(map);
@@ -52,7 +53,11 @@ describe('docs/api.md: the generated REST ↔ GraphQL map', () => {
 
   it('changes when the route table changes (planted: a route removed, a release changed)', () => {
     const deleteCron = routes.find((r) => r.method === 'DELETE' && r.path === '/v1/apps/:slug/crons/:id')!;
-    const without = renderApiMap(doc, routes.filter((r) => r !== deleteCron), schema);
+    const without = renderApiMap(
+      doc,
+      routes.filter((r) => r !== deleteCron),
+      schema,
+    );
     expect(without).not.toContain('`DELETE /v1/apps/:slug/crons/:id`');
     expect(without).toMatch(/\| mutations \| .*`deleteCron\(/);
     expect(spliceGenerated(committed, without)).not.toBe(committed);

@@ -51,7 +51,9 @@ describe('docs document every configuration variable', () => {
   const cli = variables(tsFiles('src/cli/hatch').map(read).join('\n'), CLI_READS);
 
   it('finds the variables the code reads (the collection works)', () => {
-    expect(gateway).toEqual(expect.arrayContaining(['PORT', 'DATABASE_URL', 'HATCHERY_ENCRYPTION_KEY', 'HATCHERY_TRUST_PROXY', 'HATCHERY_WEBHOOK_RETRY_SCHEDULE', 'LOG_LEVEL']));
+    expect(gateway).toEqual(
+      expect.arrayContaining(['PORT', 'DATABASE_URL', 'HATCHERY_ENCRYPTION_KEY', 'HATCHERY_TRUST_PROXY', 'HATCHERY_WEBHOOK_RETRY_SCHEDULE', 'LOG_LEVEL']),
+    );
     expect(gateway.length).toBeGreaterThanOrEqual(45);
     expect(cli).toEqual(expect.arrayContaining(['HATCH_API_URL', 'HATCH_TOKEN', 'HATCH_CONFIG_DIR', 'XDG_CONFIG_HOME', 'NO_COLOR']));
     expect(documented('set `FOO_BAR` or `$BAZ/x`, not QUX').has('QUX')).toBe(false);

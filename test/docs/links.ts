@@ -11,7 +11,10 @@ export function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const [, text] of markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
-    const base = text.toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').replace(/\s/g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n ? `${base}-${n}` : base);
@@ -39,5 +42,10 @@ export function brokenLinks(from: string, markdown: string): string[] {
 
 /** The files a page links to, as absolute paths. */
 export function linkedFiles(from: string, markdown: string): Set<string> {
-  return new Set(relativeLinks(markdown).map((t) => t.split('#')[0]).filter(Boolean).map((f) => path.resolve(path.dirname(from), f)));
+  return new Set(
+    relativeLinks(markdown)
+      .map((t) => t.split('#')[0])
+      .filter(Boolean)
+      .map((f) => path.resolve(path.dirname(from), f)),
+  );
 }

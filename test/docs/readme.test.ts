@@ -10,7 +10,9 @@ const root = path.join(__dirname, '..', '..');
 const README = path.join(root, 'README.md');
 const MAX_README_LINES = 200;
 const docsDir = path.join(root, 'docs');
-const pages = readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => path.join(docsDir, f));
+const pages = readdirSync(docsDir)
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => path.join(docsDir, f));
 const read = (file: string) => readFileSync(file, 'utf8');
 
 const lineCount = (text: string) => text.replace(/\n$/, '').split('\n').length;

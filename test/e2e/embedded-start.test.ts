@@ -67,7 +67,10 @@ describe('zero-config start with the embedded PostgreSQL', () => {
     expect((await rest(url, null, 'GET', '/readyz')).status).toBe(200);
 
     // The admin command shares the running server's embedded cluster.
-    const admin = await run(process.execPath, ['-r', '@swc-node/register', 'src/cli/admin.ts', 'create-user', 'newcomer@example.com'], { cwd: ROOT, env: env() });
+    const admin = await run(process.execPath, ['-r', '@swc-node/register', 'src/cli/admin.ts', 'create-user', 'newcomer@example.com'], {
+      cwd: ROOT,
+      env: env(),
+    });
     const lines = admin.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const { user_id, token } = JSON.parse(lines[0]);

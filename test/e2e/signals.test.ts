@@ -19,7 +19,15 @@ describe('a gateway process stopped with SIGINT', () => {
     db = await createTestDatabase();
     server = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', HATCHERY_ENCRYPTION_KEY: TEST_KEY, HATCHERY_SIM_BUILD_MS: '60000' },
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        HATCHERY_ENCRYPTION_KEY: TEST_KEY,
+        HATCHERY_SIM_BUILD_MS: '60000',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     server.stderr!.on('data', (c) => (stderr += c));

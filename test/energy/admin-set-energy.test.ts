@@ -3,7 +3,6 @@ import { startGateway, TestGateway } from '../support/gateway';
 import { makeUser, TestUser } from '../support/factories';
 import { energyOf, expectLedgerConsistent, ledgerRows, storedBalances } from './helpers';
 
-
 jest.setTimeout(4 * CLI_TIMEOUT_MS);
 
 describe('admin set-energy', () => {
@@ -69,7 +68,8 @@ describe('admin set-energy', () => {
   });
 
   it('refuses an unknown email: exits non-zero and creates nothing', async () => {
-    const count = async () => (await t.gateway.ds.query('SELECT (SELECT count(*) FROM energy_accounts)::int AS a, (SELECT count(*) FROM energy_ledger)::int AS l'))[0];
+    const count = async () =>
+      (await t.gateway.ds.query('SELECT (SELECT count(*) FROM energy_accounts)::int AS a, (SELECT count(*) FROM energy_ledger)::int AS l'))[0];
     const before = await count();
     const res = await admin(t.db.url, 'set-energy', 'nobody-here@example.com', '--daily', '5');
     expect(res.code).not.toBe(0);

@@ -42,7 +42,11 @@ describe('energy of a new account', () => {
     await energyOf(t.url, user.token);
     const ledger = await ledgerOf(t.url, user.token);
     expect(ledger).toHaveLength(2);
-    expect(ledger.map(({ bucket, delta, balanceAfter, reason, ref }) => ({ bucket, delta, balanceAfter, reason, ref })).sort((a, b) => a.bucket.localeCompare(b.bucket))).toEqual([
+    expect(
+      ledger
+        .map(({ bucket, delta, balanceAfter, reason, ref }) => ({ bucket, delta, balanceAfter, reason, ref }))
+        .sort((a, b) => a.bucket.localeCompare(b.bucket)),
+    ).toEqual([
       { bucket: 'DAILY', delta: 120, balanceAfter: 120, reason: 'GRANT', ref: null },
       { bucket: 'WEEKLY', delta: 600, balanceAfter: 600, reason: 'GRANT', ref: null },
     ]);

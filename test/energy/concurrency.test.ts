@@ -40,7 +40,12 @@ describe('concurrent consumption', () => {
     const results = await consumeConcurrently(user.id, 20, 10);
     expect(results.every((r) => r.taken === 10)).toBe(true);
     const rows = await ledgerRows(t.gateway.ds, user.id);
-    expect(rows.filter((r) => r.reason === 'grant').map((r) => [r.bucket, r.delta]).sort()).toEqual([
+    expect(
+      rows
+        .filter((r) => r.reason === 'grant')
+        .map((r) => [r.bucket, r.delta])
+        .sort(),
+    ).toEqual([
       ['daily', 120],
       ['weekly', 600],
     ]);

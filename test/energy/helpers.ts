@@ -68,7 +68,11 @@ export async function expectLedgerConsistent(ds: DataSource, userId: string): Pr
   for (const row of await ledgerRows(ds, userId)) {
     expect(row.delta).not.toBe(0);
     running[row.bucket] += row.delta;
-    expect({ id: row.id, bucket: row.bucket, balance_after: row.balance_after }).toEqual({ id: row.id, bucket: row.bucket, balance_after: running[row.bucket] });
+    expect({ id: row.id, bucket: row.bucket, balance_after: row.balance_after }).toEqual({
+      id: row.id,
+      bucket: row.bucket,
+      balance_after: running[row.bucket],
+    });
     expect(row.balance_after).toBeGreaterThanOrEqual(0);
   }
   return stored!;
@@ -113,5 +117,7 @@ export async function deliver(url: string, payload: string, sig?: string): Promi
 
 /** Count of PACK_PURCHASE ledger rows of an account. */
 export async function packPurchases(ds: DataSource, userId: string): Promise<LedgerRow[]> {
-  return ds.query(`SELECT id, bucket, delta, balance_after, reason, ref FROM energy_ledger WHERE user_id = $1 AND reason = 'pack_purchase' ORDER BY id`, [userId]);
+  return ds.query(`SELECT id, bucket, delta, balance_after, reason, ref FROM energy_ledger WHERE user_id = $1 AND reason = 'pack_purchase' ORDER BY id`, [
+    userId,
+  ]);
 }

@@ -29,7 +29,12 @@ describe('the energy-meter job (HATCHERY_JOBS=on)', () => {
   });
 
   const deploymentCharges = async (userId: string, ref: string): Promise<number> =>
-    (await t.gateway.ds.query(`SELECT COALESCE(-SUM(delta), 0)::int AS n FROM energy_ledger WHERE user_id = $1 AND reason = 'deployment' AND ref = $2`, [userId, ref]))[0].n;
+    (
+      await t.gateway.ds.query(`SELECT COALESCE(-SUM(delta), 0)::int AS n FROM energy_ledger WHERE user_id = $1 AND reason = 'deployment' AND ref = $2`, [
+        userId,
+        ref,
+      ])
+    )[0].n;
 
   /** Polls (bounded by a deadline) until `probe` holds: a job's effect is announced by nothing. */
   async function until(what: string, probe: () => Promise<boolean>, deadlineMs = 15_000): Promise<void> {
@@ -50,14 +55,16 @@ describe('the energy-meter job (HATCHERY_JOBS=on)', () => {
     clock.advance(3 * MINUTE);
     await sender.send('energy-meter');
     await until('the energy-meter job to charge 3 minutes', async () => (await deploymentCharges(owner.id, d.id)) >= 3);
-    await until('the energy-meter job to complete', async () =>
-      (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'energy-meter' AND state = 'completed'`))[0].n > 0,
+    await until(
+      'the energy-meter job to complete',
+      async () => (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'energy-meter' AND state = 'completed'`))[0].n > 0,
     );
     expect(await deploymentCharges(owner.id, d.id)).toBe(3);
     expect(await energyOf(t.url, owner.token)).toMatchObject({ daily: 117, weekly: 600 });
 
     // Another run at the same moment on the clock charges nothing more.
-    const completed = async () => (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'energy-meter' AND state = 'completed'`))[0].n as number;
+    const completed = async () =>
+      (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'energy-meter' AND state = 'completed'`))[0].n as number;
     const before = await completed();
     await sender.send('energy-meter');
     await until('the second energy-meter run to complete', async () => (await completed()) > before);

@@ -19,10 +19,8 @@ describe('metering of live deployments', () => {
   });
   afterAll(() => t.stop());
 
-  const deploymentCharges = async (user: TestUser) =>
-    (await ledgerRows(t.gateway.ds, user.id)).filter((r) => r.reason === 'deployment');
-  const chargedTo = async (user: TestUser, ref: string) =>
-    (await deploymentCharges(user)).filter((r) => r.ref === ref).reduce((sum, r) => sum - r.delta, 0);
+  const deploymentCharges = async (user: TestUser) => (await ledgerRows(t.gateway.ds, user.id)).filter((r) => r.reason === 'deployment');
+  const chargedTo = async (user: TestUser, ref: string) => (await deploymentCharges(user)).filter((r) => r.ref === ref).reduce((sum, r) => sum - r.delta, 0);
 
   async function liveDeployment(user: TestUser, slug: string): Promise<string> {
     const d = await deploy(t.url, user, slug);

@@ -19,7 +19,9 @@ describe('daily and weekly resets', () => {
   const consume = (user: TestUser, minutes: number) =>
     t.gateway.ds.transaction((tx) => t.gateway.services.energy.consume(tx, user.id, minutes, EnergyReason.CRON_RUN, null));
   const resetRows = async (user: TestUser) =>
-    (await ledgerRows(t.gateway.ds, user.id)).filter((r) => r.reason === 'daily_reset' || r.reason === 'weekly_reset').map((r) => [r.reason, r.bucket, r.delta, r.balance_after]);
+    (await ledgerRows(t.gateway.ds, user.id))
+      .filter((r) => r.reason === 'daily_reset' || r.reason === 'weekly_reset')
+      .map((r) => [r.reason, r.bucket, r.delta, r.balance_after]);
 
   it('refills daily at 00:00 UTC but not weekly; refills weekly on Monday 00:00 UTC; bonus and pack are untouched', async () => {
     const user = await makeUser(t.gateway);
@@ -31,7 +33,14 @@ describe('daily and weekly resets', () => {
     expect(await resetRows(user)).toEqual([]);
 
     clock.set('2026-11-19T00:00:00.000Z');
-    expect(await energyOf(t.url, user.token)).toMatchObject({ daily: 120, weekly: 570, bonus: 5, pack: 7, dailyResetsAt: '2026-11-20T00:00:00.000Z', weeklyResetsAt: '2026-11-23T00:00:00.000Z' });
+    expect(await energyOf(t.url, user.token)).toMatchObject({
+      daily: 120,
+      weekly: 570,
+      bonus: 5,
+      pack: 7,
+      dailyResetsAt: '2026-11-20T00:00:00.000Z',
+      weeklyResetsAt: '2026-11-23T00:00:00.000Z',
+    });
     expect(await resetRows(user)).toEqual([['daily_reset', 'daily', 120, 120]]);
 
     expect((await consume(user, 130)).taken).toBe(130); // daily 0, weekly 560
@@ -44,7 +53,14 @@ describe('daily and weekly resets', () => {
     ]);
 
     clock.set('2026-11-23T00:00:00.001Z');
-    expect(await energyOf(t.url, user.token)).toMatchObject({ daily: 120, weekly: 600, bonus: 5, pack: 7, total: 732, weeklyResetsAt: '2026-11-30T00:00:00.000Z' });
+    expect(await energyOf(t.url, user.token)).toMatchObject({
+      daily: 120,
+      weekly: 600,
+      bonus: 5,
+      pack: 7,
+      total: 732,
+      weeklyResetsAt: '2026-11-30T00:00:00.000Z',
+    });
     // Daily was already full: no zero row for it.
     expect((await resetRows(user)).slice(2)).toEqual([['weekly_reset', 'weekly', 40, 600]]);
 

@@ -68,11 +68,13 @@ describe('GraphQL explorer on GET /graphql', () => {
     // Compressed when the client can take it, and revalidated by its content hash.
     const http = await import('node:http');
     const zipped = await new Promise<{ status: number; encoding?: string; etag?: string; body: Buffer }>((resolve, reject) => {
-      http.get(`${t.url}${assets.get('graphiql.min.js')}`, { headers: { 'accept-encoding': 'gzip' } }, (r) => {
-        const chunks: Buffer[] = [];
-        r.on('data', (c: Buffer) => chunks.push(c));
-        r.on('end', () => resolve({ status: r.statusCode!, encoding: r.headers['content-encoding'], etag: r.headers.etag, body: Buffer.concat(chunks) }));
-      }).on('error', reject);
+      http
+        .get(`${t.url}${assets.get('graphiql.min.js')}`, { headers: { 'accept-encoding': 'gzip' } }, (r) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => resolve({ status: r.statusCode!, encoding: r.headers['content-encoding'], etag: r.headers.etag, body: Buffer.concat(chunks) }));
+        })
+        .on('error', reject);
     });
     expect(zipped.status).toBe(200);
     expect(zipped.encoding).toBe('gzip');
@@ -109,7 +111,11 @@ describe('GraphQL explorer on GET /graphql', () => {
 
     for (const accept of [json, '*/*', 'application/json, text/html;q=0.5']) {
       const noQuery = await get('', { ...auth, accept });
-      expect({ accept, status: noQuery.status, html: /text\/html/.test(noQuery.headers.get('content-type') ?? '') }).toEqual({ accept, status: 400, html: false });
+      expect({ accept, status: noQuery.status, html: /text\/html/.test(noQuery.headers.get('content-type') ?? '') }).toEqual({
+        accept,
+        status: 400,
+        html: false,
+      });
     }
 
     const post = await fetch(`${t.url}/graphql`, {

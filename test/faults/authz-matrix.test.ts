@@ -203,7 +203,13 @@ describe('authorization matrix', () => {
       try {
         const stream = collect(client, parse(query) as TypedDocumentNode<Record<string, unknown>, Record<string, unknown>>, args);
         // Either the first event, or the error that ends the stream.
-        const first = await Promise.race([stream.waitFor(1).then((items) => ({ items })), stream.done.then(() => ({ items: stream.items }), (e: unknown) => ({ error: e }))]);
+        const first = await Promise.race([
+          stream.waitFor(1).then((items) => ({ items })),
+          stream.done.then(
+            () => ({ items: stream.items }),
+            (e: unknown) => ({ error: e }),
+          ),
+        ]);
         stream.unsubscribe();
         // An access error ends the stream: as graphql-ws's `error` message, or as a `next` with errors.
         const errors = ('error' in first ? first.error : stream.errors) as Array<{ extensions?: { code?: string } }>;

@@ -65,7 +65,14 @@ describe('crash: SIGKILL in the middle of a cron scheduler tick', () => {
     await ds.initialize();
     // Owners, eggs and energy accounts, made by an in-process gateway that never ticks.
     const setup = buildApp(
-      loadConfig({ LOG_LEVEL: 'silent', HATCHERY_JOBS: 'off', HATCHERY_CRON_TICK_MS: '0', HATCHERY_ENCRYPTION_KEY: TEST_KEY, HOST: '127.0.0.1', DATABASE_URL: db.url }),
+      loadConfig({
+        LOG_LEVEL: 'silent',
+        HATCHERY_JOBS: 'off',
+        HATCHERY_CRON_TICK_MS: '0',
+        HATCHERY_ENCRYPTION_KEY: TEST_KEY,
+        HOST: '127.0.0.1',
+        DATABASE_URL: db.url,
+      }),
     );
     const url = await setup.start(0);
     try {
@@ -107,19 +114,30 @@ describe('crash: SIGKILL in the middle of a cron scheduler tick', () => {
       1500,
       20,
     );
-    expect(await one(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'running')::int AS running FROM cron_runs`)).toEqual({ n: X_CRONS, running: X_CRONS });
+    expect(await one(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'running')::int AS running FROM cron_runs`)).toEqual({
+      n: X_CRONS,
+      running: X_CRONS,
+    });
     expect(await a.kill('SIGKILL')).toBe('SIGKILL');
 
     // The lock goes; the dead process's transaction can only roll back.
     await lock.query('ROLLBACK');
-    await until("the dead process's blocked connection to end", async () => (await ds.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [blocked])).length === 0, 500, 20);
+    await until(
+      "the dead process's blocked connection to end",
+      async () => (await ds.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [blocked])).length === 0,
+      500,
+      20,
+    );
 
     const runs: Array<{ cron_id: string; status: string; scheduled_at: Date }> = await ds.query('SELECT cron_id, status, scheduled_at FROM cron_runs');
     expect(runs.map((r) => r.cron_id).sort()).toEqual([...xCrons].sort());
     expect(runs.every((r) => r.status === 'running' && r.scheduled_at.getTime() === xDue.getTime())).toBe(true);
     // X's crons moved on to their next due time; Y's claim was never committed: still due.
     const next: Array<{ id: string; next_run_at: Date }> = await ds.query('SELECT id, next_run_at FROM crons');
-    const dueNow = next.filter((c) => c.next_run_at.getTime() <= Date.now()).map((c) => c.id).sort();
+    const dueNow = next
+      .filter((c) => c.next_run_at.getTime() <= Date.now())
+      .map((c) => c.id)
+      .sort();
     expect(dueNow).toEqual([...yCrons].sort());
     expect(next.filter((c) => yCrons.includes(c.id)).every((c) => c.next_run_at.getTime() === due.getTime())).toBe(true);
   }, 60_000);
@@ -130,7 +148,9 @@ describe('crash: SIGKILL in the middle of a cron scheduler tick', () => {
     await until(
       'every due time recorded and no run left running',
       async () => {
-        const { n, running } = await one<{ n: number; running: number }>(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'running')::int AS running FROM cron_runs`);
+        const { n, running } = await one<{ n: number; running: number }>(
+          `SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'running')::int AS running FROM cron_runs`,
+        );
         return n === X_CRONS + Y_CRONS && running === 0;
       },
       1500,

@@ -81,7 +81,12 @@ describe('crash: SIGKILL while a webhook request is on the wire', () => {
 
     // The receiver answers from now on. Gateway B starts once the lease has lapsed; its builds are quick.
     receiver.reply(PATH, { status: 204 });
-    await until('the lease of the dead sender to lapse', async () => (await ds.query(`SELECT lease_until < now() AS lapsed FROM webhook_deliveries WHERE id = $1`, [held.id]))[0].lapsed, 1000, 20);
+    await until(
+      'the lease of the dead sender to lapse',
+      async () => (await ds.query(`SELECT lease_until < now() AS lapsed FROM webhook_deliveries WHERE id = $1`, [held.id]))[0].lapsed,
+      1000,
+      20,
+    );
     const b = await spawnGateway(childEnv(db.url, { ...common(), HATCHERY_SIM_BUILD_MS: '200' }));
     procs.push(b);
 

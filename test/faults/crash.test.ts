@@ -52,7 +52,13 @@ describe('crash: SIGKILL mid-build, mid-cron-run and before a webhook delivery',
 
     // Gateway A: builds and cron commands that take a minute, and no webhook worker, so each is caught in the middle.
     a = await spawnGateway(
-      childEnv(db.url, { ...common(), HATCHERY_SIM_BUILD_MS: '60000', HATCHERY_SIM_COMMAND_MS: '60000', HATCHERY_WEBHOOK_WORKER: 'off', HATCHERY_CRON_TICK_MS: '0' }),
+      childEnv(db.url, {
+        ...common(),
+        HATCHERY_SIM_BUILD_MS: '60000',
+        HATCHERY_SIM_COMMAND_MS: '60000',
+        HATCHERY_WEBHOOK_WORKER: 'off',
+        HATCHERY_CRON_TICK_MS: '0',
+      }),
     );
     procs.push(a);
     slug = (await gqlOk(a.url, token, CreateAppDocument, { slug: `crash-${Date.now().toString(36)}` })).createApp.slug;
@@ -79,7 +85,10 @@ describe('crash: SIGKILL mid-build, mid-cron-run and before a webhook delivery',
     runId = run.runCronNow.id;
     expect(await one(`SELECT status FROM cron_runs WHERE id = $1`, [runId])).toEqual({ status: 'running' });
     // ... and the BUILDING event waits in the outbox.
-    await until('the building event in the outbox', async () => (await ds.query(`SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`, [hook.id])).length === 1);
+    await until(
+      'the building event in the outbox',
+      async () => (await ds.query(`SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`, [hook.id])).length === 1,
+    );
 
     expect(await a.kill('SIGKILL')).toBe('SIGKILL');
   }, 60_000);
@@ -95,15 +104,20 @@ describe('crash: SIGKILL mid-build, mid-cron-run and before a webhook delivery',
     expect(await one(`SELECT status FROM deployments WHERE id = $1`, [deploymentId])).toEqual({ status: 'building' });
     expect(await one(`SELECT status, finished_at FROM cron_runs WHERE id = $1`, [runId])).toEqual({ status: 'running', finished_at: null });
     const rows = await ds.query(`SELECT status, attempts, payload FROM webhook_deliveries WHERE webhook_id = $1`, [hook.id]);
-    expect(rows.map((r: { status: string; attempts: number; payload: string }) => [r.status, r.attempts, JSON.parse(r.payload).data.deployment.status])).toEqual([
-      ['pending', 0, 'building'],
-    ]);
+    expect(
+      rows.map((r: { status: string; attempts: number; payload: string }) => [r.status, r.attempts, JSON.parse(r.payload).data.deployment.status]),
+    ).toEqual([['pending', 0, 'building']]);
     expect(receiver.received(HOOK_PATH)).toEqual([]);
   });
 
   it('a new process finishes all of it, each exactly once', async () => {
     // The dead builder's lease lapses (1 s); nothing else announces it.
-    await until('the lease of the dead builder to lapse', async () => (await one<{ lapsed: boolean }>(`SELECT lease_until < now() AS lapsed FROM deployments WHERE id = $1`, [deploymentId])).lapsed, 300, 20);
+    await until(
+      'the lease of the dead builder to lapse',
+      async () => (await one<{ lapsed: boolean }>(`SELECT lease_until < now() AS lapsed FROM deployments WHERE id = $1`, [deploymentId])).lapsed,
+      300,
+      20,
+    );
 
     b = await spawnGateway(
       childEnv(db.url, {
@@ -152,7 +166,13 @@ describe('crash: SIGKILL mid-build, mid-cron-run and before a webhook delivery',
     expect(delivered.map((r) => r.headers['webhook-id']).sort()).toEqual(rows.map((r) => r.message_id).sort());
 
     // The cron: the interrupted run is given up (failed, not run again, not charged) ...
-    const runs = async () => (await rest(b.url, token, 'GET', `/v1/apps/${slug}/crons/${cronId}/runs`)).body.data as Array<{ id: string; status: string; exit_code: number | null; finished_at: string | null }>;
+    const runs = async () =>
+      (await rest(b.url, token, 'GET', `/v1/apps/${slug}/crons/${cronId}/runs`)).body.data as Array<{
+        id: string;
+        status: string;
+        exit_code: number | null;
+        finished_at: string | null;
+      }>;
     await until('the interrupted run to be failed', async () => (await runs()).find((r) => r.id === runId)?.status === 'failed', 300, 20);
     expect((await runs()).find((r) => r.id === runId)).toMatchObject({ status: 'failed', exit_code: null, finished_at: expect.any(String) });
     // ... and the cron runs again, once.

@@ -69,7 +69,12 @@ describe('a database that goes away and comes back', () => {
     const readyz = await rest(url, null, 'GET', '/readyz');
     const healthz = await rest(url, null, 'GET', '/healthz');
     return {
-      rest: [list, write].map((r) => ({ status: r.status, code: r.body?.code, type: r.headers.get('content-type')?.split(';')[0], retryAfter: r.headers.get('retry-after') })),
+      rest: [list, write].map((r) => ({
+        status: r.status,
+        code: r.body?.code,
+        type: r.headers.get('content-type')?.split(';')[0],
+        retryAfter: r.headers.get('retry-after'),
+      })),
       graphql: [viewer, deployments].map((g) => ({ status: g.status, codes: (g.errors ?? []).map((e) => e.extensions?.code), data: g.data ?? null })),
       readyz: readyz.status,
       healthz: healthz.status,

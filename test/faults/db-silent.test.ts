@@ -84,10 +84,15 @@ describe('a database that stops answering (connections open, nothing comes back)
     await until('the proxy to see the gateway close a frozen connection', () => Promise.resolve(proxy.closedWhileStuck > 0), 200, 25);
 
     // The event bus's LISTEN connection is checked too: /readyz says so, and a new one is sought.
-    await until('/readyz to report the database and the events down', async () => {
-      const r = await rest(url, null, 'GET', '/readyz');
-      return r.status === 503 && r.body.database === 'down' && r.body.events === 'down';
-    }, 200, 50);
+    await until(
+      '/readyz to report the database and the events down',
+      async () => {
+        const r = await rest(url, null, 'GET', '/readyz');
+        return r.status === 503 && r.body.database === 'down' && r.body.events === 'down';
+      },
+      200,
+      50,
+    );
 
     proxy.restore();
     await until('the gateway to answer again', async () => (await list()).status === 200, 200, 50);

@@ -80,7 +80,23 @@ const text: fc.Arbitrary<string> = fc.oneof(
   fc.string({ maxLength: 30 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
   fc.string({ unit: 'grapheme', maxLength: 10 }),
-  fc.constantFrom('', ' ', '\u0000', 'a\u0000b', '\uD800', '\uDFFFx', '😀🥚', 'ǅ\u200B\u202E', "' OR 1=1 --", '%00', 'null', 'true', '1e999', 'NaN', '9'.repeat(40)),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '\uD800',
+    '\uDFFFx',
+    '😀🥚',
+    'ǅ\u200B\u202E',
+    "' OR 1=1 --",
+    '%00',
+    'null',
+    'true',
+    '1e999',
+    'NaN',
+    '9'.repeat(40),
+  ),
 );
 
 const KEYS = fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', 'id', 'type', 'since', 'app'));
@@ -105,23 +121,25 @@ const nested = (depth: number, leaf: unknown, wrap: (v: unknown) => unknown) => 
 
 /** Shapes that no scalar or enum variable takes, whichever real value they carry. */
 function hostile(real: string): fc.Arbitrary<unknown> {
-  return fc.constantFrom<() => unknown>(
-    () => JSON.parse(`{"__proto__": {"polluted": "yes", "id": ${JSON.stringify(real)}}}`),
-    () => JSON.parse(`{"constructor": {"prototype": {"polluted": "yes"}}}`),
-    () => ({ id: real }),
-    () => ({ value: real, toString: real }),
-    () => [real],
-    () => [[real]],
-    () => [],
-    () => Array.from({ length: 1000 }, () => real),
-    () => nested(2000, real, (v) => [v]),
-    () => nested(2000, real, (v) => ({ a: v })),
-    () => 0.5,
-    () => -1e-300,
-    () => true,
-    () => false,
-    () => ({}),
-  ).map((make) => make());
+  return fc
+    .constantFrom<() => unknown>(
+      () => JSON.parse(`{"__proto__": {"polluted": "yes", "id": ${JSON.stringify(real)}}}`),
+      () => JSON.parse(`{"constructor": {"prototype": {"polluted": "yes"}}}`),
+      () => ({ id: real }),
+      () => ({ value: real, toString: real }),
+      () => [real],
+      () => [[real]],
+      () => [],
+      () => Array.from({ length: 1000 }, () => real),
+      () => nested(2000, real, (v) => [v]),
+      () => nested(2000, real, (v) => ({ a: v })),
+      () => 0.5,
+      () => -1e-300,
+      () => true,
+      () => false,
+      () => ({}),
+    )
+    .map((make) => make());
 }
 
 /** Integers beyond the safe range (and huge floats that are integers): ID takes them as strings. */
@@ -131,7 +149,18 @@ const hex = fc.stringMatching(/^[0-9a-z]{26}$/);
 
 /** Variants of a real id or slug: another case, padding, a NUL, one character short or long. */
 const variants = (real: string) =>
-  fc.constantFrom(real.toUpperCase(), ` ${real}`, `${real} `, `${real}\n`, `\t${real}`, `${real}\u0000`, real.slice(0, -1), `${real}0`, `${real}%`, `${real}'--`);
+  fc.constantFrom(
+    real.toUpperCase(),
+    ` ${real}`,
+    `${real} `,
+    `${real}\n`,
+    `\t${real}`,
+    `${real}\u0000`,
+    real.slice(0, -1),
+    `${real}0`,
+    `${real}%`,
+    `${real}'--`,
+  );
 
 /** Values of another kind than the variable's type takes (never coerced). */
 function wrongKind(kind: 'ID' | 'String' | 'LogType' | 'DateTime'): fc.Arbitrary<unknown> {
@@ -139,7 +168,12 @@ function wrongKind(kind: 'ID' | 'String' | 'LogType' | 'DateTime'): fc.Arbitrary
   const finite = fc.double({ noNaN: true, noDefaultInfinity: true });
   switch (kind) {
     case 'ID':
-      return fc.oneof(finite.filter((d) => !Number.isInteger(d)), fc.boolean(), obj, fc.array(json, { maxLength: 3 }));
+      return fc.oneof(
+        finite.filter((d) => !Number.isInteger(d)),
+        fc.boolean(),
+        obj,
+        fc.array(json, { maxLength: 3 }),
+      );
     default:
       return fc.oneof(fc.integer(), finite, bigNumbers, fc.boolean(), obj, fc.array(json, { maxLength: 3 }));
   }
@@ -148,7 +182,21 @@ function wrongKind(kind: 'ID' | 'String' | 'LogType' | 'DateTime'): fc.Arbitrary
 const LOG_TYPES = ['BUILD', 'RUNTIME'];
 const nearTypes = fc.oneof(
   text,
-  fc.constantFrom('build', 'runtime', 'Build', ' BUILD', 'BUILD ', 'BUILD\u0000', 'BOGUS', '', 'LIVE', 'FAILED', 'BUILD,RUNTIME', 'BUILD|RUNTIME', 'x'.repeat(HUGE)),
+  fc.constantFrom(
+    'build',
+    'runtime',
+    'Build',
+    ' BUILD',
+    'BUILD ',
+    'BUILD\u0000',
+    'BOGUS',
+    '',
+    'LIVE',
+    'FAILED',
+    'BUILD,RUNTIME',
+    'BUILD|RUNTIME',
+    'x'.repeat(HUGE),
+  ),
 );
 
 /** RFC 3339 date-times over the scalar's whole range (years 0000 to 9999), as clients write them. */
@@ -245,7 +293,7 @@ afterAll(() => t?.stop());
 
 const rebase = () => watch.rebase();
 const expectUnchanged = (what: string) => watch.expectUnchanged(what);
-const check = <T,>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>, numRuns = RUNS) => watch.check(arb, run, numRuns);
+const check = <T>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>, numRuns = RUNS) => watch.check(arb, run, numRuns);
 
 // ---------------------------------------------------------------------------------------------
 // One graphql-ws connection for the whole file, watched
@@ -297,8 +345,10 @@ afterAll(async () => {
 async function expectConnectionUsable(w: Watched, what: string): Promise<void> {
   if (w.closes.length) throw new Error(`the socket was closed (${JSON.stringify(w.closes)}) after ${what}`);
   const follow = await withDeadline(runWs(w.client, '{ viewer { id } }'), `the follow-up query after ${what}`);
-  if ((follow.data as { viewer?: { id?: string } } | null | undefined)?.viewer?.id !== f.owner.id) throw new Error(`the follow-up query failed after ${what}: ${show(follow)}`);
-  if (w.closes.length || w.sockets.size !== 1) throw new Error(`the client reconnected or was closed after ${what}: sockets ${w.sockets.size}, closes ${JSON.stringify(w.closes)}`);
+  if ((follow.data as { viewer?: { id?: string } } | null | undefined)?.viewer?.id !== f.owner.id)
+    throw new Error(`the follow-up query failed after ${what}: ${show(follow)}`);
+  if (w.closes.length || w.sockets.size !== 1)
+    throw new Error(`the client reconnected or was closed after ${what}: sockets ${w.sockets.size}, closes ${JSON.stringify(w.closes)}`);
   if (w.keeperEnded || w.keeper.items.length !== 1) throw new Error(`the held status stream ended or got more after ${what}: ${show(w.keeper.items)}`);
   if ('polluted' in {}) throw new Error(`Object.prototype was polluted after ${what}`);
 }
@@ -341,7 +391,9 @@ function subscribeOnce(client: WsClient, query: string, variables: Vars, until: 
           },
           error: (err) =>
             settle(() =>
-              Array.isArray(err) ? resolve({ refused: err as GqlError[] }) : reject(new Error(`not a GraphQL refusal (${show((err as { code?: number })?.code ?? String(err))}): ${what}`)),
+              Array.isArray(err)
+                ? resolve({ refused: err as GqlError[] })
+                : reject(new Error(`not a GraphQL refusal (${show((err as { code?: number })?.code ?? String(err))}): ${what}`)),
             ),
           complete: () => settle(() => resolve({ items, completed: true })),
         },
@@ -389,7 +441,7 @@ function logsExpectation(v: Vars): { expect: Expect; real?: string; type: string
     expect: worst(id.expect, typeOk ? 'accept' : 'refuse', sinceOk ? 'accept' : 'refuse'),
     real: id.real,
     type: typeOk ? ((type as string | null | undefined) ?? null) : null,
-    sinceMs: sinceOk && since ? (DateTimeScalar.parseValue(since)).getTime() : null,
+    sinceMs: sinceOk && since ? DateTimeScalar.parseValue(since).getTime() : null,
   };
 }
 
@@ -431,8 +483,23 @@ const unset =
 /** Unknown variables (also `__proto__` and `constructor`), which the operation ignores. */
 const extraKeys: fc.Arbitrary<Array<[string, unknown]>> = fc.oneof(
   { weight: 3, arbitrary: fc.constant<Array<[string, unknown]>>([]) },
-  { weight: 1, arbitrary: fc.array(fc.tuple(KEYS.filter((k) => !['id', 'type', 'since', 'app'].includes(k)), json), { minLength: 1, maxLength: 3 }) },
-  { weight: 1, arbitrary: fc.constant<Array<[string, unknown]>>([['__proto__', { polluted: 'yes', id: 'dep_x' }], ['constructor', { prototype: { polluted: 'yes' } }]]) },
+  {
+    weight: 1,
+    arbitrary: fc.array(
+      fc.tuple(
+        KEYS.filter((k) => !['id', 'type', 'since', 'app'].includes(k)),
+        json,
+      ),
+      { minLength: 1, maxLength: 3 },
+    ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant<Array<[string, unknown]>>([
+      ['__proto__', { polluted: 'yes', id: 'dep_x' }],
+      ['constructor', { prototype: { polluted: 'yes' } }],
+    ]),
+  },
 );
 
 function withFaults(base: fc.Arbitrary<Vars>, faults: Array<fc.Arbitrary<[string, Patch]>>, finish: (v: Vars) => Vars = (v) => v): fc.Arbitrary<Case> {
@@ -450,7 +517,15 @@ function withFaults(base: fc.Arbitrary<Vars>, faults: Array<fc.Arbitrary<[string
 function idFaults(key: string, reals: string[], prefix: string, others: string[]): Array<fc.Arbitrary<[string, Patch]>> {
   const real = reals[0];
   return [
-    fc.oneof(text, hex.map((h) => `${prefix}_${h}`), fc.constantFrom(...others), variants(real), fc.constant(`${prefix}_${'0'.repeat(HUGE)}`)).map((x) => [`unknown ${key}`, set(key, x)]),
+    fc
+      .oneof(
+        text,
+        hex.map((h) => `${prefix}_${h}`),
+        fc.constantFrom(...others),
+        variants(real),
+        fc.constant(`${prefix}_${'0'.repeat(HUGE)}`),
+      )
+      .map((x) => [`unknown ${key}`, set(key, x)]),
     bigNumbers.map((x) => [`${key} beyond safe integers`, set(key, x)]),
     wrongKind('ID').map((x) => [`wrong type of ${key}`, set(key, x)]),
     hostile(real).map((x) => [`hostile ${key}`, set(key, x)]),
@@ -493,7 +568,9 @@ function cronCases(): fc.Arbitrary<Case> {
   const others = [...f.deployments, f.webhookId, f.deliveryId, f.spareTokenId, theirs.cronId, theirs.deployment];
   return withFaults(fc.record({ app: fc.constant(f.slug), id: fc.constant(f.cronId) }), [
     ...idFaults('id', [f.cronId], 'cron', others),
-    fc.oneof(text, variants(f.slug), fc.constantFrom(theirs.slug, 'a'.repeat(41), 'x'.repeat(HUGE), `${f.slug}-pr-1`)).map((x) => ['unknown app', set('app', x)]),
+    fc
+      .oneof(text, variants(f.slug), fc.constantFrom(theirs.slug, 'a'.repeat(41), 'x'.repeat(HUGE), `${f.slug}-pr-1`))
+      .map((x) => ['unknown app', set('app', x)]),
     wrongKind('String').map((x) => ['wrong type of app', set('app', x)]),
     hostile(f.slug).map((x) => ['hostile app', set('app', x)]),
     fc.constant(['null app', set('app', null)]),
@@ -559,7 +636,13 @@ async function subscriptionCase(field: 'deploymentLogs' | 'deploymentStatus', c:
 }
 
 /** Checks a `cron` answer, over either transport. */
-function cronAnswer(expect: Expect, cron: { id: string; schedule: string }, body: { data?: { cron?: Record<string, unknown> | null } | null; errors?: GqlError[] }, tl: Tally, described: string): void {
+function cronAnswer(
+  expect: Expect,
+  cron: { id: string; schedule: string },
+  body: { data?: { cron?: Record<string, unknown> | null } | null; errors?: GqlError[] },
+  tl: Tally,
+  described: string,
+): void {
   if (body.errors?.length) {
     tl.refused++;
     expectClientErrors(body.errors, described, tl.codes);
@@ -625,7 +708,10 @@ function namedLogsCases(): Array<[string, Vars]> {
   const proto = (json: string) => JSON.parse(json) as Vars;
   return [
     ['__proto__ holding the id (no own id)', proto(`{"__proto__": {"id": "${dep}"}}`)],
-    ['__proto__ and constructor beside a real id', proto(`{"id": "${dep}", "__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}`)],
+    [
+      '__proto__ and constructor beside a real id',
+      proto(`{"id": "${dep}", "__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}`),
+    ],
     ['id as an object with __proto__', proto(`{"id": {"__proto__": {"polluted": "yes"}}}`)],
     ['id as a nested object', { id: { id: dep } }],
     ['id nested 2000 deep', { id: nested(2000, dep, (v) => ({ id: v })) }],
@@ -659,7 +745,7 @@ function namedLogsCases(): Array<[string, Vars]> {
     ['since before year 0000 by offset (valid), BUILD', { id: dep, type: 'BUILD', since: '0000-01-01T00:00:00+23:59' }],
     ['since after year 9999 by offset (valid), BUILD', { id: dep, type: 'BUILD', since: '9999-12-31T23:59:59.999-23:59' }],
     ['since lower-case t and z (valid), RUNTIME', { id: dep, type: 'RUNTIME', since: '1970-01-01t00:00:00z' }],
-    ['another account\'s deployment', { id: theirs.deployment }],
+    ["another account's deployment", { id: theirs.deployment }],
     ['a cron id for a deployment id', { id: f.cronId }],
   ];
 }
@@ -688,7 +774,9 @@ describe('graphql-ws deploymentStatus: hostile variables are refused as client e
   const tl = tally();
 
   it('named hostile shapes', async () => {
-    const cases = namedLogsCases().filter(([name]) => name.startsWith('id') || name.includes('__proto__') || name.includes('deployment') || name.includes('cron id'));
+    const cases = namedLogsCases().filter(
+      ([name]) => name.startsWith('id') || name.includes('__proto__') || name.includes('deployment') || name.includes('cron id'),
+    );
     for (const [name, variables] of cases) await subscriptionCase('deploymentStatus', { fault: name, variables }, tl);
     await subscriptionCase('deploymentStatus', { fault: 'none', variables: { id: f.deployments[1] } }, tl);
     expect(tl.refused).toBeGreaterThan(15);
@@ -722,7 +810,12 @@ describe('Query.cron: hostile variables are refused as client errors, over HTTP 
     const cron = caller === 'stranger' ? { id: theirs.cronId, schedule: '0 0 1 1 *' } : { id: f.cronId, schedule: '0 * * * *' };
     cronAnswer(worst(cronExpectation(c.variables, caller), poisoned ? 'either' : 'accept'), cron, body, tl, described);
     if (body.errors?.length && res.status !== 200 && !(res.status >= 400 && res.status < 500)) throw new Error(`refused with ${res.status}: ${described}`);
-    if (poisoned && body.errors?.length && (res.status !== 400 || body.errors.some((e) => e.extensions?.code !== 'BAD_REQUEST')) && cronExpectation(c.variables, caller) === 'accept') {
+    if (
+      poisoned &&
+      body.errors?.length &&
+      (res.status !== 400 || body.errors.some((e) => e.extensions?.code !== 'BAD_REQUEST')) &&
+      cronExpectation(c.variables, caller) === 'accept'
+    ) {
       throw new Error(`a poisoned body was refused otherwise than with 400 BAD_REQUEST: ${described}`);
     }
     await expectUnchanged(what);
@@ -744,7 +837,10 @@ describe('Query.cron: hostile variables are refused as client errors, over HTTP 
     return [
       ['valid', { app: f.slug, id: f.cronId }],
       ['__proto__ holding both (no own variables)', proto(`{"__proto__": {"app": "${f.slug}", "id": "${f.cronId}"}}`)],
-      ['__proto__ and constructor beside valid ones', proto(`{"app": "${f.slug}", "id": "${f.cronId}", "__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}`)],
+      [
+        '__proto__ and constructor beside valid ones',
+        proto(`{"app": "${f.slug}", "id": "${f.cronId}", "__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}`),
+      ],
       ['app as an object with __proto__', proto(`{"app": {"__proto__": {"polluted": "yes"}}, "id": "${f.cronId}"}`)],
       ['app as a nested object', { app: { slug: f.slug }, id: f.cronId }],
       ['app nested 2000 deep', { app: nested(2000, f.slug, (v) => [v]), id: f.cronId }],
@@ -754,8 +850,8 @@ describe('Query.cron: hostile variables are refused as client errors, over HTTP 
       ['app a number beyond safe integers', { app: 2 ** 53 + 2, id: f.cronId }],
       ['app null', { app: null, id: f.cronId }],
       ['app missing', { id: f.cronId }],
-      ['another account\'s egg and cron', { app: theirs.slug, id: theirs.cronId }],
-      ['another account\'s cron under the own egg', { app: f.slug, id: theirs.cronId }],
+      ["another account's egg and cron", { app: theirs.slug, id: theirs.cronId }],
+      ["another account's cron under the own egg", { app: f.slug, id: theirs.cronId }],
       ['a deployment id for a cron id', { app: f.slug, id: f.deployments[0] }],
       ['id huge', { app: f.slug, id: `cron_${'z'.repeat(HUGE)}` }],
       ['id 2^53 + 2', { app: f.slug, id: 2 ** 53 + 2 }],

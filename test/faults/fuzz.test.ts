@@ -155,10 +155,24 @@ const BAD: Record<string, fc.Arbitrary<unknown>> = {
   schedule: fc.oneof(fc.constantFrom('* * * * * *', '@daily', '*/0 * * * *', '5-1 * * * *', '60 * * * *', '* * 31 2 *', 'MON * * * *'), notCron),
   command: fc.constantFrom('', '   ', 'x'.repeat(4097)),
   url: notHttpsUrl,
-  events: fc.oneof(fc.constant([]), fc.array(text.filter((e) => e !== 'deploy'), { minLength: 1, maxLength: 3 })),
+  events: fc.oneof(
+    fc.constant([]),
+    fc.array(
+      text.filter((e) => e !== 'deploy'),
+      { minLength: 1, maxLength: 3 },
+    ),
+  ),
   env: fc.oneof(
-    fc.dictionary(text.filter((k) => !ENV_KEY.test(k)), fc.string(), { minKeys: 1, maxKeys: 3 }),
-    fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/), jsonValue.filter((v) => typeof v !== 'string'), { minKeys: 1, maxKeys: 3 }),
+    fc.dictionary(
+      text.filter((k) => !ENV_KEY.test(k)),
+      fc.string(),
+      { minKeys: 1, maxKeys: 3 },
+    ),
+    fc.dictionary(
+      fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/),
+      jsonValue.filter((v) => typeof v !== 'string'),
+      { minKeys: 1, maxKeys: 3 },
+    ),
     fc.constant({ BIG: 'x'.repeat(70_000) }),
     fc.constant(Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`K${i}`, 'v']))),
   ),
@@ -179,33 +193,45 @@ const finiteNumbers = fc.oneof(fc.integer(), finite, fc.constantFrom(2 ** 31, 2 
 /** Values of another kind than the input type accepts (GraphQL coercion refuses them). */
 function wrongFor(type: GraphQLInputType): fc.Arbitrary<unknown> {
   if (type instanceof GraphQLNonNull) return wrongFor(type.ofType);
-  if (type instanceof GraphQLList) return fc.oneof(wrongFor(type.ofType), wrongFor(type.ofType).map((v) => [v]));
+  if (type instanceof GraphQLList)
+    return fc.oneof(
+      wrongFor(type.ofType),
+      wrongFor(type.ofType).map((v) => [v]),
+    );
   if (type instanceof GraphQLInputObjectType) {
-    return fc.oneof(nonObject.filter((v) => v !== null && (typeof v !== 'number' || Number.isFinite(v))), fc.record({ ['not_a_field_' + type.name]: jsonValue }));
+    return fc.oneof(
+      nonObject.filter((v) => v !== null && (typeof v !== 'number' || Number.isFinite(v))),
+      fc.record({ ['not_a_field_' + type.name]: jsonValue }),
+    );
   }
-  if (type instanceof GraphQLEnumType) return fc.oneof(finiteNumbers, fc.boolean(), text.filter((s) => !type.getValue(s)), fc.constant({}));
+  if (type instanceof GraphQLEnumType)
+    return fc.oneof(
+      finiteNumbers,
+      fc.boolean(),
+      text.filter((s) => !type.getValue(s)),
+      fc.constant({}),
+    );
   const obj = fc.dictionary(text, jsonValue, { minKeys: 1, maxKeys: 2 });
-  switch ((type).name) {
+  switch (type.name) {
     case 'String':
       return fc.oneof(finiteNumbers, fc.boolean(), obj, fc.constant([[1]]));
     case 'ID':
       return fc.oneof(fractions, fc.boolean(), obj);
     case 'Int':
-      return fc.oneof(
-        text,
-        fc.boolean(),
-        fractions,
-        fc.constantFrom(2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e308),
-        obj,
-      );
+      return fc.oneof(text, fc.boolean(), fractions, fc.constantFrom(2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e308), obj);
     case 'Boolean':
       return fc.oneof(text, finiteNumbers, obj);
     case 'DateTime':
-      return fc.oneof(finiteNumbers, fc.boolean(), obj, text.filter((s) => Number.isNaN(Date.parse(s)) || !/^\d{4}-/.test(s)));
+      return fc.oneof(
+        finiteNumbers,
+        fc.boolean(),
+        obj,
+        text.filter((s) => Number.isNaN(Date.parse(s)) || !/^\d{4}-/.test(s)),
+      );
     case 'JSONObject':
       return fc.oneof(text, finiteNumbers, fc.boolean(), fc.array(jsonValue, { maxLength: 2 }));
     default:
-      throw new Error(`fuzz: no wrong values for scalar ${(type).name}`);
+      throw new Error(`fuzz: no wrong values for scalar ${type.name}`);
   }
 }
 
@@ -226,7 +252,7 @@ afterAll(() => t.stop());
 
 const rebase = () => watch.rebase();
 const expectUnchanged = (what: string) => watch.expectUnchanged(what);
-const check = <T,>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>) => watch.check(arb, run, RUNS);
+const check = <T>(arb: fc.Arbitrary<T>, run: (v: T) => Promise<void>) => watch.check(arb, run, RUNS);
 
 describe('the snapshot notices changes', () => {
   it('an accepted write changes it; afterwards the baseline is retaken', async () => {
@@ -287,7 +313,10 @@ function otherParam(route: Route, name: string): fc.Arbitrary<string> {
       fc.integer({ min: -5, max: 2 ** 31 }).map(String),
       fc.constantFrom('9'.repeat(30), '0x10', '1e3', ' 1', '%', '.', '..'),
     )
-    .filter((s) => !/[\uD800-\uDFFF]/u.test(s) && s.trim().toLowerCase() !== real.toLowerCase() && intParam(s) !== intParam(real) && intParam(s.trim()) !== intParam(real));
+    .filter(
+      (s) =>
+        !/[\uD800-\uDFFF]/u.test(s) && s.trim().toLowerCase() !== real.toLowerCase() && intParam(s) !== intParam(real) && intParam(s.trim()) !== intParam(real),
+    );
 }
 
 /** Query values: what the parameter takes, and anything else. */
@@ -332,7 +361,7 @@ const MALFORMED = [
   '1e999',
   '\u0000',
   '{"a": 1e999}',
-  '[' .repeat(5000) + ']'.repeat(5000),
+  '['.repeat(5000) + ']'.repeat(5000),
   '{"x":'.repeat(3000) + '1' + '}'.repeat(3000),
   '\uFEFF[]',
 ];
@@ -341,12 +370,23 @@ function restCase(route: Route): fc.Arbitrary<RestCase> {
   const mutating = route.method !== 'GET';
   const names = pathParams(route);
   const types = bodyTypes(route);
-  const required = Object.entries(types).filter(([, ty]) => ty instanceof GraphQLNonNull).map(([n]) => n);
+  const required = Object.entries(types)
+    .filter(([, ty]) => ty instanceof GraphQLNonNull)
+    .map(([n]) => n);
   const takesBody = route.method !== 'GET';
 
   const base = fc.record({
-    params: fc.record(Object.fromEntries(names.map((n) => [n, fc.oneof({ weight: 4, arbitrary: fc.constant(realParam(route, n)) }, { weight: 1, arbitrary: otherParam(route, n) })]))),
-    query: route.query?.length ? fc.array(fc.constantFrom(...route.query).chain((k) => queryValue(k).map((v) => [k, v] as [string, string])), { maxLength: 3 }) : fc.constant([] as Array<[string, string]>),
+    params: fc.record(
+      Object.fromEntries(
+        names.map((n) => [n, fc.oneof({ weight: 4, arbitrary: fc.constant(realParam(route, n)) }, { weight: 1, arbitrary: otherParam(route, n) })]),
+      ),
+    ),
+    query: route.query?.length
+      ? fc.array(
+          fc.constantFrom(...route.query).chain((k) => queryValue(k).map((v) => [k, v] as [string, string])),
+          { maxLength: 3 },
+        )
+      : fc.constant([] as Array<[string, string]>),
     body: route.body
       ? fc.record(Object.fromEntries(Object.entries(types).map(([n, ty]) => [n, bodyValue(n, ty)])), { requiredKeys: required })
       : fc.constant(undefined),
@@ -354,25 +394,48 @@ function restCase(route: Route): fc.Arbitrary<RestCase> {
 
   // The faults this route can carry; a write always carries one.
   const faults: Record<string, fc.Arbitrary<(c: RestCase) => void>> = {
-    unknownQuery: fc.tuple(text.filter((k) => !(route.query ?? []).includes(k) && k !== ''), text).map(([k, v]) => (c) => void c.query.push([k, v])),
-    apiVersion: fc.oneof(fc.stringMatching(/^[\x21-\x7e]{1,20}$/), fc.constantFrom('2026-01-14', '2027-01-01', 'latest', ' 2026-09-01')).filter((v) => !(API_RELEASES as readonly string[]).includes(v.trim())).map((v) => (c) => void (c.headers['api-version'] = v)),
+    unknownQuery: fc
+      .tuple(
+        text.filter((k) => !(route.query ?? []).includes(k) && k !== ''),
+        text,
+      )
+      .map(
+        ([k, v]) =>
+          (c) =>
+            void c.query.push([k, v]),
+      ),
+    apiVersion: fc
+      .oneof(fc.stringMatching(/^[\x21-\x7e]{1,20}$/), fc.constantFrom('2026-01-14', '2027-01-01', 'latest', ' 2026-09-01'))
+      .filter((v) => !(API_RELEASES as readonly string[]).includes(v.trim()))
+      .map((v) => (c) => void (c.headers['api-version'] = v)),
   };
   if (names.length) {
     faults.otherParam = fc.constantFrom(...names).chain((n) => otherParam(route, n).map((v) => (c: RestCase) => void (c.params[n] = v)));
   }
   if (takesBody) {
-    faults.unknownField = fc.tuple(text.filter((k) => !Object.hasOwn(route.body ?? {}, k)), jsonValue).map(([k, v]) => (c) => {
-      const body = c.body ? JSON.parse(c.body) : {};
-      Object.defineProperty(body, k, { value: v, enumerable: true, configurable: true, writable: true });
-      c.body = JSON.stringify(body);
-    });
+    faults.unknownField = fc
+      .tuple(
+        text.filter((k) => !Object.hasOwn(route.body ?? {}, k)),
+        jsonValue,
+      )
+      .map(([k, v]) => (c) => {
+        const body = c.body ? JSON.parse(c.body) : {};
+        Object.defineProperty(body, k, { value: v, enumerable: true, configurable: true, writable: true });
+        c.body = JSON.stringify(body);
+      });
     faults.nonObject = nonObject.map((v) => (c) => void (c.body = JSON.stringify(v)));
-    faults.malformed = fc.oneof(fc.constantFrom(...MALFORMED), text).filter(notAnObject).map((s) => (c) => void (c.body = s));
+    faults.malformed = fc
+      .oneof(fc.constantFrom(...MALFORMED), text)
+      .filter(notAnObject)
+      .map((s) => (c) => void (c.body = s));
   }
   if (route.body) {
     // Routes that take a body document 413 and 415; a body-less DELETE answers them too, undocumented.
     faults.contentType = fc
-      .tuple(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream'), fc.string({ maxLength: 50 }))
+      .tuple(
+        fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/octet-stream'),
+        fc.string({ maxLength: 50 }),
+      )
       .map(([ct, s]) => (c) => {
         c.body = s;
         c.contentType = ct;
@@ -381,9 +444,11 @@ function restCase(route: Route): fc.Arbitrary<RestCase> {
   }
   const badFields = Object.keys(types).filter((n) => badFor(n));
   if (badFields.length) {
-    faults.badField = fc.constantFrom(...badFields).chain((n) =>
-      fc.oneof(badFor(n), wrongFor(types[n])).map((v) => (c: RestCase) => void (c.body = JSON.stringify({ ...(c.body ? JSON.parse(c.body) : {}), [n]: v }))),
-    );
+    faults.badField = fc
+      .constantFrom(...badFields)
+      .chain((n) =>
+        fc.oneof(badFor(n), wrongFor(types[n])).map((v) => (c: RestCase) => void (c.body = JSON.stringify({ ...(c.body ? JSON.parse(c.body) : {}), [n]: v }))),
+      );
   }
   if (required.length) {
     faults.missingField = fc.constantFrom(...required).map((n) => (c: RestCase) => {
@@ -493,12 +558,11 @@ function typed(type: GraphQLInputType, name: string): fc.Arbitrary<unknown> {
   if (type instanceof GraphQLEnumType) return fc.constantFrom(...type.getValues().map((v) => v.name));
   if (type instanceof GraphQLInputObjectType) {
     const fields = Object.values(type.getFields());
-    return fc.record(
-      Object.fromEntries(fields.map((fl) => [fl.name, slotValue({ path: [fl.name], type: fl.type, name: fl.name })])),
-      { requiredKeys: fields.filter((fl) => fl.type instanceof GraphQLNonNull).map((fl) => fl.name) },
-    );
+    return fc.record(Object.fromEntries(fields.map((fl) => [fl.name, slotValue({ path: [fl.name], type: fl.type, name: fl.name })])), {
+      requiredKeys: fields.filter((fl) => fl.type instanceof GraphQLNonNull).map((fl) => fl.name),
+    });
   }
-  switch ((type).name) {
+  switch (type.name) {
     case 'Int':
       return name === 'first' ? fc.integer({ min: -5, max: 120 }) : numbers.filter((n) => Number.isInteger(n) && Math.abs(n) < 2 ** 31);
     case 'Boolean':
@@ -508,7 +572,11 @@ function typed(type: GraphQLInputType, name: string): fc.Arbitrary<unknown> {
     case 'JSONObject':
       return fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,8}$/), text, { maxKeys: 3 });
     case 'ID':
-      return fc.oneof(text, hex.map((h) => `dep_${h}`), fc.integer());
+      return fc.oneof(
+        text,
+        hex.map((h) => `dep_${h}`),
+        fc.integer(),
+      );
     default:
       return text;
   }
@@ -543,14 +611,18 @@ function gqlCase(op: OperationDefinitionNode): fc.Arbitrary<GqlCase> {
   });
 
   type Patch = (v: Record<string, unknown>) => void;
-  const set = (s: Slot, value: unknown): Patch => (v) => {
-    if (s.path.length === 1) v[s.path[0]] = value;
-    else v[s.path[0]] = { ...((v[s.path[0]]) ?? {}), [s.path[1]]: value };
-  };
-  const unset = (s: Slot): Patch => (v) => {
-    if (s.path.length === 1) delete v[s.path[0]];
-    else if (v[s.path[0]] && typeof v[s.path[0]] === 'object') delete (v[s.path[0]] as Record<string, unknown>)[s.path[1]];
-  };
+  const set =
+    (s: Slot, value: unknown): Patch =>
+    (v) => {
+      if (s.path.length === 1) v[s.path[0]] = value;
+      else v[s.path[0]] = { ...(v[s.path[0]] ?? {}), [s.path[1]]: value };
+    };
+  const unset =
+    (s: Slot): Patch =>
+    (v) => {
+      if (s.path.length === 1) delete v[s.path[0]];
+      else if (v[s.path[0]] && typeof v[s.path[0]] === 'object') delete (v[s.path[0]] as Record<string, unknown>)[s.path[1]];
+    };
   const faults: Array<fc.Arbitrary<[string, Patch]>> = [];
   for (const s of slots) {
     // A field nested in an input object is only reached when the object itself is sent.
@@ -573,7 +645,9 @@ function gqlCase(op: OperationDefinitionNode): fc.Arbitrary<GqlCase> {
   return fc.tuple(base, fault).map(([b, [name, patch]]) => {
     const variables = structuredClone(b) as Record<string, unknown>;
     // Nested faults need their input object present.
-    for (const s of slots) if (s.path.length === 2 && name.endsWith(` ${s.path.join('.')}`) && (variables[s.path[0]] === null || variables[s.path[0]] === undefined)) variables[s.path[0]] = {};
+    for (const s of slots)
+      if (s.path.length === 2 && name.endsWith(` ${s.path.join('.')}`) && (variables[s.path[0]] === null || variables[s.path[0]] === undefined))
+        variables[s.path[0]] = {};
     patch(variables);
     return { fault: name, variables };
   });
@@ -609,7 +683,8 @@ describe('GraphQL fuzzing of the typed operations: client errors only, the datab
       const codes = (body.errors ?? []).map((e) => e.extensions?.code);
       if (codes.includes('INTERNAL_SERVER_ERROR') || codes.some((x) => x === undefined)) throw new Error(`not a client error: ${what}`);
       if (body.errors?.length) refused++;
-      if (op.operation === OperationTypeNode.MUTATION && (!body.errors?.length || (body.data && body.data[field] != null))) throw new Error(`a faulty mutation was not refused: ${what}`);
+      if (op.operation === OperationTypeNode.MUTATION && (!body.errors?.length || (body.data && body.data[field] != null)))
+        throw new Error(`a faulty mutation was not refused: ${what}`);
       await expectUnchanged(what);
     });
     expect(refused).toBeGreaterThan(0);

@@ -157,7 +157,9 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
   });
   const current = deployments[deployments.length - 1];
   await until('the current deployment to log its start', async () => {
-    const [row] = await t.gateway.ds.query(`SELECT count(*)::int AS n FROM log_lines WHERE deployment_id = $1 AND message = 'Listening on port 8080'`, [current]);
+    const [row] = await t.gateway.ds.query(`SELECT count(*)::int AS n FROM log_lines WHERE deployment_id = $1 AND message = 'Listening on port 8080'`, [
+      current,
+    ]);
     return row.n === 1;
   });
   const [delivery] = await t.gateway.ds.query('SELECT id FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY id LIMIT 1', [hook.body.id]);

@@ -88,10 +88,9 @@ describe('/readyz with the event bus over PostgreSQL LISTEN/NOTIFY', () => {
 
   const listeners = async (): Promise<number[]> =>
     (
-      await admin.query(
-        `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'hatchery-events' AND query ILIKE 'LISTEN%'`,
-        [databaseName(t)],
-      )
+      await admin.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'hatchery-events' AND query ILIKE 'LISTEN%'`, [
+        databaseName(t),
+      ])
     ).rows.map((r: { pid: number }) => r.pid);
 
   it('reports every part, jobs off when this gateway runs none', async () => {
@@ -123,7 +122,10 @@ describe('/readyz with the event bus over PostgreSQL LISTEN/NOTIFY', () => {
 
     // 200 means events from other gateways arrive again: a frame from another origin reaches the bus's listeners.
     const received = nextBusEvent(t, 'readyz-probe');
-    await t.gateway.ds.query('SELECT pg_notify($1, $2)', [t.config.eventsChannel, JSON.stringify({ o: 'gw_other', n: 0, e: [['readyz-probe', { after: 'pg' }]] })]);
+    await t.gateway.ds.query('SELECT pg_notify($1, $2)', [
+      t.config.eventsChannel,
+      JSON.stringify({ o: 'gw_other', n: 0, e: [['readyz-probe', { after: 'pg' }]] }),
+    ]);
     expect(await within(received, 5000, 'event over the new LISTEN connection')).toEqual({ after: 'pg' });
   }, 60_000);
 
@@ -132,9 +134,10 @@ describe('/readyz with the event bus over PostgreSQL LISTEN/NOTIFY', () => {
     const holders = Array.from({ length: 10 }, () => t.gateway.ds.query('SELECT pg_sleep(3)'));
     try {
       await until('every pool connection to be busy', async () => {
-        const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(3)' AND state = 'active'`, [
-          databaseName(t),
-        ]);
+        const { rows } = await admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(3)' AND state = 'active'`,
+          [databaseName(t)],
+        );
         return rows[0].n === 10;
       });
       const started = Date.now();

@@ -59,7 +59,11 @@ describe('secrets at rest', () => {
 
     const hookRest = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, { url: 'https://hooks.invalid/rest', events: ['deploy'] });
     expect(hookRest.status).toBe(201);
-    const hookGql = await gqlOk(t.url, created.createApiToken.token, CreateWebhookDocument, { app: slug, url: 'https://hooks.invalid/gql', events: ['deploy'] });
+    const hookGql = await gqlOk(t.url, created.createApiToken.token, CreateWebhookDocument, {
+      app: slug,
+      url: 'https://hooks.invalid/gql',
+      events: ['deploy'],
+    });
     const webhookSecrets = [hookRest.body.secret as string, hookGql.createWebhook.secret];
 
     const envValues = [`pw-${randomBytes(12).toString('hex')}`, `key ${randomBytes(9).toString('base64')}`, `ünïcødé-${randomBytes(6).toString('hex')}`];
@@ -88,15 +92,29 @@ describe('secrets at rest', () => {
     const rows = await dump();
     const all = rows.map((r) => r.row).join('\n');
     // Not vacuous: the dump covers the tables that hold the secrets' protected forms.
-    expect(rows.map((r) => r.table)).toEqual(expect.arrayContaining(['public.api_tokens', 'public.webhooks', 'public.deployments', 'public.webhook_deliveries']));
+    expect(rows.map((r) => r.table)).toEqual(
+      expect.arrayContaining(['public.api_tokens', 'public.webhooks', 'public.deployments', 'public.webhook_deliveries']),
+    );
     expect(rows.some((r) => r.table.startsWith('pgboss.'))).toBe(true);
     for (const token of tokens) expect(all).toContain(hashToken(token));
     for (const name of ['DB_PASSWORD', 'API_KEY', 'GREETING']) expect(all).toContain(name);
 
     const found: string[] = [];
     const secrets: Array<[string, string]> = [
-      ...tokens.flatMap((s) => [['token', s], ['token body', s.slice('hatch_'.length)]] as Array<[string, string]>),
-      ...webhookSecrets.flatMap((s) => [['webhook secret', s], ['webhook secret body', s.slice('whsec_'.length)]] as Array<[string, string]>),
+      ...tokens.flatMap(
+        (s) =>
+          [
+            ['token', s],
+            ['token body', s.slice('hatch_'.length)],
+          ] as Array<[string, string]>,
+      ),
+      ...webhookSecrets.flatMap(
+        (s) =>
+          [
+            ['webhook secret', s],
+            ['webhook secret body', s.slice('whsec_'.length)],
+          ] as Array<[string, string]>,
+      ),
       ...envValues.map((s) => ['env value', s] as [string, string]),
     ];
     for (const [what, secret] of secrets) {

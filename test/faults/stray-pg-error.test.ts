@@ -31,7 +31,15 @@ function startDyingServer(): Promise<{ port: number; close(): Promise<void> }> {
         Buffer.concat([
           message('R', int32(0)),
           message('Z', Buffer.from('I')),
-          message('E', fields([['S', 'FATAL'], ['V', 'FATAL'], ['C', '57P01'], ['M', 'terminating connection due to administrator command']])),
+          message(
+            'E',
+            fields([
+              ['S', 'FATAL'],
+              ['V', 'FATAL'],
+              ['C', '57P01'],
+              ['M', 'terminating connection due to administrator command'],
+            ]),
+          ),
         ]),
       );
       socket.end();

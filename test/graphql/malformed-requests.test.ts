@@ -26,7 +26,11 @@ describe('malformed GraphQL requests over HTTP', () => {
       body,
     });
     const text = await res.text();
-    return { status: res.status, type: res.headers.get('content-type') ?? '', body: JSON.parse(text) as { errors?: Array<{ message: string; extensions: Record<string, unknown> }>; code?: string } };
+    return {
+      status: res.status,
+      type: res.headers.get('content-type') ?? '',
+      body: JSON.parse(text) as { errors?: Array<{ message: string; extensions: Record<string, unknown> }>; code?: string },
+    };
   }
 
   const provision = 'mutation($app: String!, $input: ProvisionVolumeInput!) { provisionVolume(app: $app, input: $input) { created } }';

@@ -333,7 +333,9 @@ describe('redeploy and rollback', () => {
       const newer = await live(slug);
       expect((await gql(t.url, stranger.token, RollbackDocument, { app: slug, to: older })).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
       expect((await gql(t.url, owner.token, RollbackDocument, { app: 'no-such-egg-here', to: older })).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-      expect((await gql(t.url, owner.token, RollbackDocument, { app: slug, to: 'dep_01kzzzzzzzzzzzzzzzzzzzzzzz' })).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+      expect((await gql(t.url, owner.token, RollbackDocument, { app: slug, to: 'dep_01kzzzzzzzzzzzzzzzzzzzzzzz' })).errors?.[0]?.extensions?.code).toBe(
+        'NOT_FOUND',
+      );
       expect((await gql(t.url, null, RollbackDocument, { app: slug, to: older })).errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
       expect(await current(slug)).toBe(newer);
     });

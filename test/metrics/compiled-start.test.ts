@@ -79,7 +79,10 @@ describe('the compiled build (the image’s build step and entry point)', () => 
     symlinkSync(path.join(root, 'node_modules'), path.join(tmp, 'node_modules'), 'dir');
     copyFileSync(path.join(root, 'package.json'), path.join(tmp, 'package.json')); // the runtime stage copies it too
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const build = await run(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(tmp, 'dist')], { cwd: root, timeout: 240_000 });
+    const build = await run(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json'), '--outDir', path.join(tmp, 'dist')], {
+      cwd: root,
+      timeout: 240_000,
+    });
     expect({ code: build.code, output: build.output }).toEqual({ code: 0, output: '' });
     const cmd = JSON.parse(runtime.find((l) => l.startsWith('CMD '))!.slice(4)) as string[];
     expect(cmd[0]).toBe('node');
@@ -136,7 +139,6 @@ describe('the compiled build (the image’s build step and entry point)', () => 
     const assets = [...html.matchAll(/(?:src|href)="(\/graphql\/explorer\/assets\/[^"]+)"/g)].map((m) => m[1]);
     expect(assets.length).toBeGreaterThan(0);
     for (const a of assets) expect([a, (await fetch(`${url}${a}`)).status]).toEqual([a, 200]);
-
   });
 
   it('the compiled operator command creates the first user (as docs/operations.md says for Docker), whose token the gateway accepts', async () => {
@@ -161,7 +163,9 @@ describe('the compiled build (the image’s build step and entry point)', () => 
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
     expect(version).toEqual({ code: 0, output: `hatch ${pkg.version}\n` });
     const email = `cli-${randomBytes(4).toString('hex')}@example.com`;
-    const { token } = JSON.parse((await run(process.execPath, ['dist/src/cli/admin.js', 'create-user', email], { cwd: tmp, env: childEnv(), timeout: 60_000 })).output);
+    const { token } = JSON.parse(
+      (await run(process.execPath, ['dist/src/cli/admin.js', 'create-user', email], { cwd: tmp, env: childEnv(), timeout: 60_000 })).output,
+    );
     const whoami = await run(process.execPath, ['bin/hatch.js', 'whoami', '--json'], {
       cwd: tmp,
       env: { ...childEnv(), HATCH_API_URL: url, HATCH_TOKEN: token, HATCH_CONFIG_DIR: path.join(tmp, 'hatch-config') },

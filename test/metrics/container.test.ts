@@ -96,9 +96,7 @@ describe('docker-compose.yml', () => {
     const known = new Set([...read('src/config.ts').matchAll(/env\.([A-Z][A-Z0-9_]*)|\(env, '([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1] ?? m[2]));
     for (const { name } of vars) expect([name, known.has(name)]).toEqual([name, true]);
     // With compose's defaults substituted, the configuration loads.
-    const env = Object.fromEntries(
-      vars.map(({ name, value }) => [name, value.replace(/^"(.*)"$/, '$1').replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')]),
-    );
+    const env = Object.fromEntries(vars.map(({ name, value }) => [name, value.replace(/^"(.*)"$/, '$1').replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')]));
     expect(() => loadConfig(env)).not.toThrow();
     expect(loadConfig(env)).toMatchObject({ port: 4000, host: '0.0.0.0', jobs: true, databaseUrl: expect.stringMatching(/^postgres:\/\//) });
   });
@@ -111,6 +109,7 @@ describe('.dockerignore', () => {
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
     expect(ignored).toEqual(expect.arrayContaining(['.hatchery', 'node_modules', 'dist', '.git']));
-    for (const needed of ['src', 'migrations', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) expect(ignored).not.toContain(needed);
+    for (const needed of ['src', 'migrations', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+      expect(ignored).not.toContain(needed);
   });
 });

@@ -54,7 +54,9 @@ describe('structured logs', () => {
     try {
       const stream = collect(client, DeploymentStatusDocument, { id: missing });
       await stream.done.catch(() => undefined);
-      expect(stream.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND', requestId: expect.stringMatching(REQ_ID) }) })]);
+      expect(stream.errors).toEqual([
+        expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND', requestId: expect.stringMatching(REQ_ID) }) }),
+      ]);
     } finally {
       await client.dispose();
     }
@@ -98,7 +100,11 @@ describe('structured logs', () => {
     expect(JSON.stringify(graphql)).not.toMatch(/apps_hidden|relation|SELECT|at /);
     const gqlLine = log.lines.find((l) => l.errorId === error.extensions!.errorId)!;
     expect(gqlLine).toMatchObject({ level: 50, reqId: error.extensions!.requestId, err: { message: expect.stringMatching(/relation "apps" does not exist/) } });
-    expect(log.lines.filter((l) => l.reqId === error.extensions!.requestId).map((l) => l.msg)).toEqual(['incoming request', 'unexpected error', 'request completed']);
+    expect(log.lines.filter((l) => l.reqId === error.extensions!.requestId).map((l) => l.msg)).toEqual([
+      'incoming request',
+      'unexpected error',
+      'request completed',
+    ]);
 
     expect(restRes.status).toBe(500);
     expect(restRes.body).toMatchObject({ code: 'internal_error', request_id: expect.stringMatching(REQ_ID), error_id: expect.stringMatching(/^err_/) });
@@ -125,7 +131,11 @@ describe('structured logs', () => {
     const error = stream.errors[0] as { message: string; extensions: Record<string, string> };
     expect(error.message).toBe('internal error');
     expect(error.extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR', errorId: expect.stringMatching(/^err_/), requestId: expect.stringMatching(REQ_ID) });
-    expect(log.lines.find((l) => l.errorId === error.extensions.errorId)).toMatchObject({ level: 50, reqId: error.extensions.requestId, msg: 'unexpected error' });
+    expect(log.lines.find((l) => l.errorId === error.extensions.errorId)).toMatchObject({
+      level: 50,
+      reqId: error.extensions.requestId,
+      msg: 'unexpected error',
+    });
   });
 
   it('never contain a bearer token, a new token, a webhook secret or a deploy env value', async () => {
@@ -161,10 +171,18 @@ describe('the log redaction', () => {
     const out = new Captured();
     const logger = createLogger('info', out.stream);
     const err = new QueryFailedError('SELECT 1 WHERE x = $1', ['hatch_param_secret'], new Error('boom'));
-    logger.info({ req: { method: 'GET', headers: { authorization: 'Bearer hatch_header_secret', cookie: 'sid=cookie_secret', 'stripe-signature': 't=1,v1=sig_secret' } } }, 'request');
+    logger.info(
+      {
+        req: { method: 'GET', headers: { authorization: 'Bearer hatch_header_secret', cookie: 'sid=cookie_secret', 'stripe-signature': 't=1,v1=sig_secret' } },
+      },
+      'request',
+    );
     logger.info({ headers: { authorization: 'Bearer hatch_bare_header_secret' } }, 'headers');
     logger.info({ token: 'hatch_top_secret', secret: 'whsec_top_secret', password: 'pw_top_secret' }, 'top level');
-    logger.info({ user: { token: 'hatch_nested_secret' }, webhook: { secret: 'whsec_nested_secret' }, params: { authorization: 'Bearer nested_auth_secret' } }, 'nested');
+    logger.info(
+      { user: { token: 'hatch_nested_secret' }, webhook: { secret: 'whsec_nested_secret' }, params: { authorization: 'Bearer nested_auth_secret' } },
+      'nested',
+    );
     logger.info({ connectionParams: { authorization: 'Bearer ws_secret' } }, 'ws');
     logger.error({ err }, 'failed');
     logger.child({ reqId: 'req_x' }).info({ token: 'hatch_child_secret' }, 'child');

@@ -214,7 +214,8 @@ describe('GET /metrics', () => {
     await receiver.waitFor('/metrics-500', 3);
     const after = await scrapeUntil(
       t.url,
-      (s) => gained(pings, s, WEBHOOKS, { outcome: 'retry', event: 'deploy' }) >= 2 && gained(pings, s, WEBHOOKS, { outcome: 'succeeded', event: 'deploy' }) >= 2,
+      (s) =>
+        gained(pings, s, WEBHOOKS, { outcome: 'retry', event: 'deploy' }) >= 2 && gained(pings, s, WEBHOOKS, { outcome: 'succeeded', event: 'deploy' }) >= 2,
       'the deploy events’ outcomes',
     );
     expect(gained(pings, after, WEBHOOKS, { outcome: 'retry', event: 'deploy' })).toBe(2);

@@ -16,8 +16,7 @@ describe('GET /metrics: runtime log lines', () => {
   });
   afterAll(() => t.stop());
 
-  const stored = async (type: LogType): Promise<number> =>
-    (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM log_lines WHERE type = $1`, [type]))[0].n;
+  const stored = async (type: LogType): Promise<number> => (await t.gateway.ds.query(`SELECT count(*)::int AS n FROM log_lines WHERE type = $1`, [type]))[0].n;
 
   /** Bounded polling: the runtime's start lines are written after the deployment went live, with nothing to await. */
   async function until(ok: () => Promise<boolean>, what: string): Promise<void> {

@@ -2,7 +2,12 @@ import { routes } from '../../src/rest/routes';
 import { startGateway, TestGateway } from '../support/gateway';
 
 const unescape = (html: string) =>
-  html.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+  html
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
 
 describe('GET /docs: the API reference page', () => {
   let t: TestGateway;

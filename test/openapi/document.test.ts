@@ -57,12 +57,16 @@ describe('GET /openapi.json', () => {
       for (const op of Object.values(methods)) {
         expect(ids.has(op.operationId)).toBe(false);
         ids.add(op.operationId);
-        const declared = parameters(doc, op).filter((p) => p.in === 'path').map((p) => p.name).sort();
+        const declared = parameters(doc, op)
+          .filter((p) => p.in === 'path')
+          .map((p) => p.name)
+          .sort();
         expect(declared).toEqual([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort());
       }
     }
     for (const [name, schema] of Object.entries(doc.components.schemas)) {
-      for (const field of (schema.required ?? []) as string[]) expect(`${name}.${field} ${field in (schema.properties as object)}`).toBe(`${name}.${field} true`);
+      for (const field of (schema.required ?? []) as string[])
+        expect(`${name}.${field} ${field in (schema.properties as object)}`).toBe(`${name}.${field} true`);
     }
   });
 

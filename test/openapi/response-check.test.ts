@@ -50,15 +50,21 @@ describe('REST responses are checked against the OpenAPI document', () => {
   it('throws on an undocumented content type, a body on 204, or a missing required header', () => {
     expect(() => check('GET', '/deployments', 200, { data: [], has_more: false, next_cursor: null }, json('text/plain'))).toThrow(/content type/);
     expect(() => check('DELETE', `/deployments/${depId}`, 204, { id: depId })).toThrow(/no body/);
-    expect(() => check('GET', '/deployments', 200, { data: [], has_more: false, next_cursor: null }, new Headers({ 'content-type': 'application/json' }))).toThrow(
-      /API-Version/,
-    );
+    expect(() =>
+      check('GET', '/deployments', 200, { data: [], has_more: false, next_cursor: null }, new Headers({ 'content-type': 'application/json' })),
+    ).toThrow(/API-Version/);
     const problem = { type: 'https://hatchery.run/problems/unauthorized', title: 'Unauthorized', status: 401, code: 'unauthorized', detail: 'no' };
     expect(() => check('GET', '/deployments', 401, problem, json('application/problem+json'))).toThrow(/WWW-Authenticate/);
   });
 
   it('checks problem bodies per status, also outside the route table', () => {
-    const problem = { type: 'https://hatchery.run/problems/validation_failed', title: 'Validation Failed', status: 422, code: 'validation_failed', detail: 'x' };
+    const problem = {
+      type: 'https://hatchery.run/problems/validation_failed',
+      title: 'Validation Failed',
+      status: 422,
+      code: 'validation_failed',
+      detail: 'x',
+    };
     expect(() => check('POST', '/deploy', 422, problem, json('application/problem+json'))).toThrow(/errors/);
     expect(() => check('POST', '/deploy', 422, { ...problem, code: 'not_found' }, json('application/problem+json'))).toThrow(/\/code/);
     expect(() => check('GET', '/nowhere', 404, { status: 404 }, json('application/problem+json'))).toThrow(/no operation/);

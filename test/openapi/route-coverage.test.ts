@@ -71,7 +71,9 @@ describe('the REST route table covers every REST route the server registers', ()
     const table = new Set(routes.map((r) => key(r.method, r.path)));
     for (const k of Object.keys(NOT_REST)) expect([k, table.has(k)]).toEqual([k, false]);
     const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const documented = Object.entries(doc.paths).flatMap(([p, methods]) => Object.keys(methods).map((m) => key(m.toUpperCase(), p.replace(/\{(\w+)\}/g, ':$1'))));
+    const documented = Object.entries(doc.paths).flatMap(([p, methods]) =>
+      Object.keys(methods).map((m) => key(m.toUpperCase(), p.replace(/\{(\w+)\}/g, ':$1'))),
+    );
     for (const k of Object.keys(NOT_REST)) expect([k, documented.includes(k)]).toEqual([k, false]);
     expect(documented.sort()).toEqual([...table].sort());
   });

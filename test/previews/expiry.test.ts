@@ -28,8 +28,7 @@ describe('preview environments: automatic expiry', () => {
   afterAll(() => t.stop());
 
   const expire = () => t.gateway.services.previews.expire();
-  const prs = async (token: string, slug: string) =>
-    (await listPreviews(t, token, slug)).body.data.map((p: { pr_number: number }) => p.pr_number) as number[];
+  const prs = async (token: string, slug: string) => (await listPreviews(t, token, slug)).body.data.map((p: { pr_number: number }) => p.pr_number) as number[];
   const inRuntime = (resources: StoredResource[]) => resources.map((r) => sim.previewResources.has(r.external_id));
 
   it('kept one second before expires_at; torn down at expires_at (rows and runtime resources gone); a younger preview is kept', async () => {

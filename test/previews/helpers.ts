@@ -193,10 +193,9 @@ export interface StoredResource {
 
 /** The preview_resources rows of the previews with these ids (raw SQL). */
 export async function storedResources(t: TestGateway, previewIds: string[]): Promise<StoredResource[]> {
-  return t.gateway.ds.query(
-    'SELECT preview_id, kind, name, external_id FROM preview_resources WHERE preview_id = ANY($1) ORDER BY preview_id, kind',
-    [previewIds],
-  );
+  return t.gateway.ds.query('SELECT preview_id, kind, name, external_id FROM preview_resources WHERE preview_id = ANY($1) ORDER BY preview_id, kind', [
+    previewIds,
+  ]);
 }
 
 /** The preview_resources rows of every preview of the egg (raw SQL). */

@@ -40,7 +40,10 @@ describe('a sleeping egg wakes with the memory it has then', () => {
       const beforePatch = logs.items.length;
       const patched = await rest(t.url, owner.token, 'PATCH', `/apps/${slug}/resources`, { memory_mb: 320 });
       expect(patched.status).toBe(200);
-      const wakesBefore = logs.items.slice(0, beforePatch).map(message).filter((m) => m.startsWith('Waking '));
+      const wakesBefore = logs.items
+        .slice(0, beforePatch)
+        .map(message)
+        .filter((m) => m.startsWith('Waking '));
       expect(wakesBefore.length).toBeGreaterThan(0);
       expect(wakesBefore.every((m) => m === `Waking ${slug} with 256 MB of memory`)).toBe(true);
 

@@ -26,7 +26,10 @@ const MALFORMED: Array<[string, (json: string) => string]> = [
 const NOT_JSON: Array<[string, (json: string, form: string) => string]> = [
   ['text/plain', (json) => json],
   ['application/x-www-form-urlencoded', (_json, form) => form],
-  ['multipart/form-data; boundary=x', (_json, form) => `--x\r\nContent-Disposition: form-data; name="${form.split('=')[0]}"\r\n\r\n${form.split('=')[1]}\r\n--x--\r\n`],
+  [
+    'multipart/form-data; boundary=x',
+    (_json, form) => `--x\r\nContent-Disposition: form-data; name="${form.split('=')[0]}"\r\n\r\n${form.split('=')[1]}\r\n--x--\r\n`,
+  ],
   ['application/xml', () => '<body/>'],
 ];
 

@@ -59,7 +59,10 @@ const GQL_LISTS: Record<string, { kind: Kind; query: string }> = {
   'Query.apps': { kind: 'app', query: 'query($after: String) { apps(after: $after) { nodes { id } } }' },
   'App.deployments': { kind: 'dep', query: 'query($slug: String!, $after: String) { app(slug: $slug) { deployments(after: $after) { nodes { id } } } }' },
   'Query.crons': { kind: 'cron', query: 'query($slug: String!, $after: String) { crons(app: $slug, after: $after) { nodes { id } } }' },
-  'Query.cronRuns': { kind: 'run', query: 'query($slug: String!, $cron: ID!, $after: String) { cronRuns(app: $slug, id: $cron, after: $after) { nodes { id } } }' },
+  'Query.cronRuns': {
+    kind: 'run',
+    query: 'query($slug: String!, $cron: ID!, $after: String) { cronRuns(app: $slug, id: $cron, after: $after) { nodes { id } } }',
+  },
   'Query.energyLedger': { kind: 'led', query: 'query($after: String) { energyLedger(after: $after) { nodes { id } } }' },
   'Webhook.deliveries': { kind: 'whd', query: 'query($slug: String!, $after: String) { webhooks(app: $slug) { deliveries(after: $after) { nodes { id } } } }' },
 };
@@ -86,7 +89,12 @@ describe('forged cursors', () => {
   afterAll(() => t.stop());
 
   it('the tables name every REST list with a cursor and every GraphQL connection', () => {
-    expect(routes.filter((r) => r.query?.includes('cursor')).map((r) => r.path).sort()).toEqual(Object.keys(REST_KINDS).sort());
+    expect(
+      routes
+        .filter((r) => r.query?.includes('cursor'))
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(Object.keys(REST_KINDS).sort());
     const schema = buildGatewaySchema();
     const connections: string[] = [];
     for (const type of Object.values(schema.getTypeMap())) {

@@ -50,7 +50,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
     'GET /v1/apps/:slug/volume': () => ({ path: `/v1/apps/${slug}/volume`, variables: { slug } }),
     'DELETE /v1/apps/:slug/volume': async () => {
       const other = (await makeApp(t.url, user)).slug;
-      await rest(t.url, user.token, "POST", `/v1/apps/${other}/volume`, { size_mb: 100 });
+      await rest(t.url, user.token, 'POST', `/v1/apps/${other}/volume`, { size_mb: 100 });
       return {
         path: `/v1/apps/${slug}/volume`,
         variables: { slug: other },
@@ -109,7 +109,11 @@ describe('REST ↔ GraphQL parity over the route table', () => {
     'DELETE /v1/apps/:slug/crons/:id': async () => {
       const a = await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'a' });
       const b = await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'b' });
-      return { path: `/v1/apps/${slug}/crons/${a.body.id}`, variables: { slug, id: b.body.id }, compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]) };
+      return {
+        path: `/v1/apps/${slug}/crons/${a.body.id}`,
+        variables: { slug, id: b.body.id },
+        compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]),
+      };
     },
     'GET /v1/apps/:slug/crons/:id/runs': async () => {
       const c = await rest(t.url, user.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'exit 3' });
@@ -136,7 +140,11 @@ describe('REST ↔ GraphQL parity over the route table', () => {
       const body = { url: 'https://hooks.invalid/x', events: ['deploy'] };
       const a = await rest(t.url, user.token, 'POST', `/v1/apps/${other}/webhooks`, body);
       const b = await rest(t.url, user.token, 'POST', `/v1/apps/${other}/webhooks`, body);
-      return { path: `/v1/apps/${other}/webhooks/${a.body.id}`, variables: { slug: other, id: b.body.id }, compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]) };
+      return {
+        path: `/v1/apps/${other}/webhooks/${a.body.id}`,
+        variables: { slug: other, id: b.body.id },
+        compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]),
+      };
     },
     'POST /v1/apps/:slug/webhooks/:id/test': async () => {
       const list = await rest(t.url, user.token, 'GET', `/v1/apps/${slug}/webhooks`);

@@ -18,7 +18,9 @@ describe('checkInput', () => {
   };
 
   it.each(['toString', 'constructor', 'hasOwnProperty', 'valueOf', '__proto__'])('an own key %s that is no field of the input is refused as unknown', (key) => {
-    expect(check(JSON.parse(`{"url": "https://example.com/", ${JSON.stringify(key)}: "x"}`))).toEqual([{ field: `input.${key}`, message: 'is not a known field', asSent: true }]);
+    expect(check(JSON.parse(`{"url": "https://example.com/", ${JSON.stringify(key)}: "x"}`))).toEqual([
+      { field: `input.${key}`, message: 'is not a known field', asSent: true },
+    ]);
   });
 
   it('a list field takes an array, not a single value', () => {

@@ -11,8 +11,6 @@ describeSharedEvents('events shared by two gateways over PostgreSQL LISTEN/NOTIF
     return row.n;
   },
   async cutListeners(pair) {
-    await pair.a.ds.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hatchery-events'`,
-    );
+    await pair.a.ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hatchery-events'`);
   },
 });

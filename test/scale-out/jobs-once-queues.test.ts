@@ -330,10 +330,15 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     // Only the runs the tests send: the minute schedules are taken out, and what they (or a
     // gateway's start) may have queued already is let finish first.
     await q('DELETE FROM pgboss.schedule');
-    await until('no run of any queue pending', async () => {
-      const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE state IN ('created', 'retry', 'active')`);
-      return row.n === 0;
-    }, 400, 50);
+    await until(
+      'no run of any queue pending',
+      async () => {
+        const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE state IN ('created', 'retry', 'active')`);
+        return row.n === 0;
+      },
+      400,
+      50,
+    );
     for (let i = 0; i < 2; i++) {
       const jobs = new Jobs(t.db.url, createLogger('silent'));
       await jobs.start([]);
@@ -362,10 +367,15 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     const orphans: string[] = [];
     for (const slug of eggs) for (let i = 0; i < 2; i++) orphans.push((await deploy(c.url, owner, slug, { N: String(i) })).id);
     // Gateway c is building all four and has logged their first line.
-    await until('c to be building the four deployments', async () => {
-      const [row] = await q<{ n: number }>('SELECT count(DISTINCT deployment_id)::int AS n FROM log_lines WHERE deployment_id = ANY($1)', [orphans]);
-      return row.n === 4;
-    }, 400, 25);
+    await until(
+      'c to be building the four deployments',
+      async () => {
+        const [row] = await q<{ n: number }>('SELECT count(DISTINCT deployment_id)::int AS n FROM log_lines WHERE deployment_id = ANY($1)', [orphans]);
+        return row.n === 4;
+      },
+      400,
+      25,
+    );
     expect(orphans.map((id) => record.buildsOf(id))).toEqual(orphans.map(() => ['c']));
     await c.stop(); // releases its build leases
     // Two of them as if c had died instead: a lease that ran out.
@@ -379,10 +389,15 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     expect(sum(worked)).toBe(4);
 
     // Each build was resumed once, on a or b, and went live.
-    await until('every resumed build to end', async () => {
-      const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM deployments WHERE id = ANY($1) AND status = 'building'`, [orphans]);
-      return row.n === 0;
-    }, 400, 25);
+    await until(
+      'every resumed build to end',
+      async () => {
+        const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM deployments WHERE id = ANY($1) AND status = 'building'`, [orphans]);
+        return row.n === 0;
+      },
+      400,
+      25,
+    );
     for (const id of orphans) {
       const builds = record.buildsOf(id);
       expect(builds).toHaveLength(2);
@@ -435,10 +450,15 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     expect(worked.map((r) => r.side).sort()).toEqual(['a', 'b']);
     expect(sum(worked)).toBe(4);
 
-    await until('every rebuilt preview to be ready', async () => {
-      const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM previews WHERE id = ANY($1) AND status <> 'ready'`, [ids]);
-      return row.n === 0;
-    }, 400, 25);
+    await until(
+      'every rebuilt preview to be ready',
+      async () => {
+        const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM previews WHERE id = ANY($1) AND status <> 'ready'`, [ids]);
+        return row.n === 0;
+      },
+      400,
+      25,
+    );
     for (const id of ids) {
       const builds = record.buildsOf(id);
       expect(builds).toHaveLength(2);
@@ -471,10 +491,15 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     }
     clock.advance(HOUR_MS);
     expect((await rest(t.url, owner.token, 'POST', `/v1/apps/${eggs[0]}/previews`, { pr_number: 3 })).status).toBe(201);
-    await until('the new previews to be ready', async () => {
-      const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM previews WHERE status <> 'ready'`);
-      return row.n === 0;
-    }, 400, 25);
+    await until(
+      'the new previews to be ready',
+      async () => {
+        const [row] = await q<{ n: number }>(`SELECT count(*)::int AS n FROM previews WHERE status <> 'ready'`);
+        return row.n === 0;
+      },
+      400,
+      25,
+    );
     const [young] = await q<{ id: string }>(`SELECT p.id FROM previews p JOIN apps a ON a.id = p.app_id WHERE a.slug = $1 AND p.pr_number = 3`, [eggs[0]]);
 
     clock.set(new Date(start + PREVIEW_TTL_MS));
@@ -534,7 +559,12 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     const worked = await round('volumes-erase', { sql: 'LOCK TABLE volumes IN EXCLUSIVE MODE', params: [], rows: null });
     expect(worked.map((r) => r.side).sort()).toEqual(['a', 'b']);
     expect(sum(worked)).toBe(3);
-    expect(record.erased.slice(erasedBefore).map((e) => [e.slug, e.ok]).sort()).toEqual(due.map((slug) => [slug, true]).sort());
+    expect(
+      record.erased
+        .slice(erasedBefore)
+        .map((e) => [e.slug, e.ok])
+        .sort(),
+    ).toEqual(due.map((slug) => [slug, true]).sort());
 
     const volumes = await q<{ slug: string; status: string }>(
       'SELECT a.slug, v.status FROM volumes v JOIN apps a ON a.id = v.app_id WHERE a.slug = ANY($1) ORDER BY a.slug',
@@ -581,7 +611,12 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     // The first erasure fails (the runtime is briefly unreachable); pg-boss retries the job.
     record.failErases = 1;
     await senders[0].send(queue, 1000);
-    await until('the failing run and its retries to be over', async () => record.erased.length > erasedBefore && (await jobCounts(queue)).pending === 0, 400, 50);
+    await until(
+      'the failing run and its retries to be over',
+      async () => record.erased.length > erasedBefore && (await jobCounts(queue)).pending === 0,
+      400,
+      50,
+    );
     expect(record.failErases).toBe(0);
     // The next runs (a minute later, on both gateways).
     await round(queue);
@@ -589,7 +624,12 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     const attempts = record.erased.slice(erasedBefore);
     expect(attempts[0].ok).toBe(false);
     // Every due volume's data was erased once, by a later run; nothing of them is left.
-    expect(attempts.filter((e) => e.ok).map((e) => e.slug).sort()).toEqual(due);
+    expect(
+      attempts
+        .filter((e) => e.ok)
+        .map((e) => e.slug)
+        .sort(),
+    ).toEqual(due);
     expect(await q('SELECT slug FROM sim_volume_usage WHERE slug = ANY($1)', [due])).toEqual([]);
     expect(await q('SELECT v.app_id FROM volumes v JOIN apps a ON a.id = v.app_id WHERE a.slug = ANY($1)', [due])).toEqual([]);
   });
@@ -696,7 +736,11 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
       { side: second, result: 0 },
       { side: first, result: 12 },
     ]);
-    expect(newlyReceived().map((r) => r.webhookId).sort()).toEqual(rows.map((r) => r.message_id).sort());
+    expect(
+      newlyReceived()
+        .map((r) => r.webhookId)
+        .sort(),
+    ).toEqual(rows.map((r) => r.message_id).sort());
     const after = await q('SELECT status, attempts, lease_until FROM webhook_deliveries WHERE webhook_id = ANY($1)', [hooks]);
     expect(after).toEqual(rows.map(() => ({ status: 'succeeded', attempts: 1, lease_until: null })));
   });

@@ -203,8 +203,9 @@ export function describeSharedEvents(name: string, tc: TransportCase): void {
       const writer = pair.a.services.deployments.writer;
       /** B's reads of the lines `after < seq <= upTo` of a deployment (the expansion of a `stored` event). */
       const reads = (id: string, after: number, upTo: number) =>
-        pair.bStatements.filter(({ sql, parameters }) => /FROM "log_lines"/i.test(sql) && /"seq" <= /.test(sql) && JSON.stringify(parameters) === JSON.stringify([id, after, upTo]))
-          .length;
+        pair.bStatements.filter(
+          ({ sql, parameters }) => /FROM "log_lines"/i.test(sql) && /"seq" <= /.test(sql) && JSON.stringify(parameters) === JSON.stringify([id, after, upTo]),
+        ).length;
 
       // Nobody on B listens to this one: its batch costs B nothing.
       const unheard = await failedDeployment();

@@ -90,7 +90,10 @@ describe('a token that stops working closes its graphql-ws connections', () => {
     await t.gateway.ds.query('UPDATE api_tokens SET revoked_at = now() WHERE id = $1', [ws.id]);
     const before = (await t.gateway.ds.query('SELECT count(*)::int AS n FROM api_tokens WHERE user_id = $1', [user.id]))[0].n;
     const mint = collect(conn.client, CreateApiTokenDocument, { name: 'minted on a dead token' });
-    const failure = await mint.done.then(() => null, (err: unknown) => err);
+    const failure = await mint.done.then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(mint.items).toEqual([]);
     expect(failure).not.toBeNull();
     expect((await conn.closed).code).toBe(4401);
@@ -167,7 +170,10 @@ describe('an egg the subscriber can no longer see ends their streams on it', () 
 
     await gqlOk(t.url, owner.token, RemoveCollaboratorDocument, { app: slug, email: collaborator.email });
     for (const s of streams) {
-      const err = await s.done.then(() => 'completed', (e: unknown) => e);
+      const err = await s.done.then(
+        () => 'completed',
+        (e: unknown) => e,
+      );
       expect(codeOf(err)).toBe('NOT_FOUND');
     }
     // Their own egg's stream, and the connection, are untouched.
@@ -236,7 +242,10 @@ describe('on every gateway (the events travel on the bus)', () => {
     const status = collect(conn.client, DeploymentStatusDocument, { id: dep.id });
     await status.waitFor(1);
     await gqlOk(p.aUrl, owner.token, RemoveCollaboratorDocument, { app: slug, email: collaborator.email });
-    const err = await status.done.then(() => 'completed', (e: unknown) => e);
+    const err = await status.done.then(
+      () => 'completed',
+      (e: unknown) => e,
+    );
     expect(codeOf(err)).toBe('NOT_FOUND');
     await conn.client.dispose();
   });

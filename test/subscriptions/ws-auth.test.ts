@@ -37,10 +37,7 @@ function connect(url: string, connectionParams: Record<string, unknown>): Promis
       void client.dispose();
       resolve({ closeCode, data });
     };
-    client.subscribe(
-      { query: print(ViewerIdDocument) },
-      { next: (v) => data.push(v.data), error: finish, complete: finish },
-    );
+    client.subscribe({ query: print(ViewerIdDocument) }, { next: (v) => data.push(v.data), error: finish, complete: finish });
   });
 }
 

@@ -7,7 +7,10 @@ export function asError(reason: unknown): Error {
   if (reason instanceof Error) return reason;
   if (reason !== null && typeof reason === 'object') {
     const { code, reason: text } = reason as { code?: unknown; reason?: unknown };
-    const message = code === undefined ? JSON.stringify(reason) : `closed with ${typeof code === 'number' || typeof code === 'string' ? code : JSON.stringify(code)}${typeof text === 'string' && text ? `: ${text}` : ''}`;
+    const message =
+      code === undefined
+        ? JSON.stringify(reason)
+        : `closed with ${typeof code === 'number' || typeof code === 'string' ? code : JSON.stringify(code)}${typeof text === 'string' && text ? `: ${text}` : ''}`;
     return Object.assign(new Error(message), code === undefined ? {} : { code, reason: text });
   }
   return new Error(String(reason));

@@ -67,7 +67,9 @@ class ResponseChecker {
     const where = `${method.toUpperCase()} ${url} → ${status}`;
     const mediaType = (headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
     const fail = (why: string): never => {
-      throw new Error(`REST response does not match the OpenAPI document: ${where} (${op ? `operation ${op.method} ${op.template}` : 'no operation'}): ${why}\nbody: ${text.slice(0, 2000)}`);
+      throw new Error(
+        `REST response does not match the OpenAPI document: ${where} (${op ? `operation ${op.method} ${op.template}` : 'no operation'}): ${why}\nbody: ${text.slice(0, 2000)}`,
+      );
     };
 
     if (!op) {

@@ -18,7 +18,23 @@ export function selfSignedCert(dirPrefix: string, commonName: string, subjectAlt
   const certFile = path.join(dir, 'cert.pem');
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', `/CN=${commonName}`, '-addext', `subjectAltName=${subjectAltName}`],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      `subjectAltName=${subjectAltName}`,
+    ],
     { stdio: 'ignore' },
   );
   return { dir, certFile, key: readFileSync(keyFile), cert: readFileSync(certFile) };

@@ -12,8 +12,7 @@ export const postVolume = (t: TestGateway, token: string | null, slug: string, b
 
 export const getVolume = (t: TestGateway, token: string | null, slug: string) => rest(t.url, token, 'GET', `/v1/apps/${slug}/volume`);
 
-export const deleteVolume = (t: TestGateway, token: string | null, slug: string, query = '') =>
-  rest(t.url, token, 'DELETE', `/v1/apps/${slug}/volume${query}`);
+export const deleteVolume = (t: TestGateway, token: string | null, slug: string, query = '') => rest(t.url, token, 'DELETE', `/v1/apps/${slug}/volume${query}`);
 
 /** The egg's volume row as stored (raw SQL), or null when it has none. */
 export interface StoredVolume {

@@ -4,7 +4,6 @@ import { ISO_MS, makeApp, makeUser, unique } from '../support/factories';
 import { expectInvalid, expectProblem, expectUnauthorized } from '../rest/problem';
 import { deleteVolume, eggWithPeople, getVolume, keepsVolume, postVolume, storedVolume, volumeRows } from './helpers';
 
-
 describe('POST / GET /v1/apps/:slug/volume', () => {
   let t: TestGateway;
 
@@ -262,9 +261,7 @@ describe('POST / GET /v1/apps/:slug/volume', () => {
     it('GraphQL twin: 10 concurrent provisionVolume calls report created exactly once', async () => {
       const owner = await makeUser(t.gateway);
       const { slug } = await makeApp(t.url, owner);
-      const results = await Promise.all(
-        Array.from({ length: 10 }, () => gqlOk(t.url, owner.token, ProvisionVolumeDocument, { app: slug, sizeMb: 100 })),
-      );
+      const results = await Promise.all(Array.from({ length: 10 }, () => gqlOk(t.url, owner.token, ProvisionVolumeDocument, { app: slug, sizeMb: 100 })));
       expect(results.filter((r) => r.provisionVolume.created)).toHaveLength(1);
       expect(await volumeRows(t, slug)).toBe(1);
     });

@@ -65,16 +65,19 @@ describe('refused webhook targets in other spellings', () => {
     expect(await stored()).toBe(0);
   });
 
-  it.each([['https://2852039166/'], ['https://0251.0376.0251.0376/'], ['https://[::a9fe:a9fe]/'], ['https://[64:ff9b::7f00:1]/'], ['https://[2002:7f00:1::1]/']])(
-    'GraphQL createWebhook(%s) → BAD_USER_INPUT naming url',
-    async (url) => {
-      const res = await gql(t.url, owner.token, CreateWebhookDocument, { app: slug, url, events: ['deploy'] });
-      expect(res.data ?? null).toBeNull();
-      expect(res.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
-      expect(res.errors?.[0].extensions?.errors?.[0].field).toBe('url');
-      expect(await stored()).toBe(0);
-    },
-  );
+  it.each([
+    ['https://2852039166/'],
+    ['https://0251.0376.0251.0376/'],
+    ['https://[::a9fe:a9fe]/'],
+    ['https://[64:ff9b::7f00:1]/'],
+    ['https://[2002:7f00:1::1]/'],
+  ])('GraphQL createWebhook(%s) → BAD_USER_INPUT naming url', async (url) => {
+    const res = await gql(t.url, owner.token, CreateWebhookDocument, { app: slug, url, events: ['deploy'] });
+    expect(res.data ?? null).toBeNull();
+    expect(res.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(res.errors?.[0].extensions?.errors?.[0].field).toBe('url');
+    expect(await stored()).toBe(0);
+  });
 
   it('the same spellings of a public address are accepted, so the refusals are about the address, not the notation', async () => {
     const { slug: other } = await makeApp(t.url, owner);

@@ -11,9 +11,9 @@ describe('a webhook attempt whose DNS never answers', () => {
 
   it('ends at the delivery timeout with a timeout error, having connected nowhere', async () => {
     const never = jest.spyOn(dns.promises, 'lookup').mockImplementation(() => new Promise(() => undefined) as never);
-    const connect = jest.spyOn(dns, 'lookup').mockImplementation((() => {
+    const connect = jest.spyOn(dns, 'lookup').mockImplementation(() => {
       throw new Error('the attempt must not get as far as connecting');
-    }));
+    });
     const sent = await new WebhookSender(new AddressGuard([]), { timeoutMs: 300 }).send('https://hangs.example/x', 'whsec_dGVzdA==', 'msg_1', new Date(), '{}');
     expect(sent).toMatchObject({ ok: false, status: null, error: 'timed out after 300 ms' });
     // Well inside the 5 s the lookup alone may take: the attempt's own budget ended it.

@@ -35,7 +35,8 @@ describe('webhooks are disabled after failures in a row, not in total', () => {
     const hook = await createWebhook(t, owner.token, slug, receiver.url(path));
     receiver.reply(path, (r) => ({ status: statusOf(r) === 'live' ? 500 : 200 }));
     const webhook = async () => (await gqlOk(t.url, owner.token, WebhooksDocument, { app: slug })).webhooks[0];
-    const failures = async (): Promise<number> => (await t.gateway.ds.query('SELECT consecutive_failures FROM webhooks WHERE id = $1', [hook.id]))[0].consecutive_failures;
+    const failures = async (): Promise<number> =>
+      (await t.gateway.ds.query('SELECT consecutive_failures FROM webhooks WHERE id = $1', [hook.id]))[0].consecutive_failures;
     const history = () => deliveriesOf(t, owner.token, slug, hook.id);
     /** Runs the retry of delivery `id` (after its first attempt failed): it fails for good. */
     const retryFails = async (id: string) => {
@@ -51,8 +52,12 @@ describe('webhooks are disabled after failures in a row, not in total', () => {
       const got = (await receiver.waitFor(path, before + 2)).slice(before);
       const messageOf = (status: string) => got.find((r) => statusOf(r) === status && r.json.data.deployment.id === d.id)!.headers['webhook-id'];
       const [building, live] = [messageOf('building'), messageOf('live')];
-      const list = await deliveriesWhen(t, owner.token, slug, hook.id, (l) =>
-        l.some((x) => x.messageId === building && x.status === 'SUCCEEDED') && l.some((x) => x.messageId === live && x.attempts === 1),
+      const list = await deliveriesWhen(
+        t,
+        owner.token,
+        slug,
+        hook.id,
+        (l) => l.some((x) => x.messageId === building && x.status === 'SUCCEEDED') && l.some((x) => x.messageId === live && x.attempts === 1),
       );
       await retryFails(list.find((x) => x.messageId === live)!.id);
     };

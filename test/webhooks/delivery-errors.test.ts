@@ -50,7 +50,13 @@ describe('delivery errors do not echo what a host name resolved to', () => {
     });
 
     it('a certificate that does not name the host: the error does not list the names it holds', async () => {
-      const sent = await sender().send(`https://${HOST}:${receiver.port}/altname`, `whsec_${Buffer.alloc(32, 1).toString('base64')}`, 'msg_2', new Date(), '{}');
+      const sent = await sender().send(
+        `https://${HOST}:${receiver.port}/altname`,
+        `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+        'msg_2',
+        new Date(),
+        '{}',
+      );
       expect(sent).toMatchObject({ ok: false, status: null, error: ALTNAME });
       expectNoAddress(sent.error!);
       expect(receiver.received('/altname')).toEqual([]);

@@ -91,14 +91,22 @@ describe('webhook deliveries', () => {
     }
     expect(history.map((x) => x.messageId).sort()).toEqual(got.map((r) => r.headers['webhook-id']).sort());
     // Newest first.
-    expect(history.map((x) => x.id)).toEqual(history.map((x) => x.id).sort().reverse());
+    expect(history.map((x) => x.id)).toEqual(
+      history
+        .map((x) => x.id)
+        .sort()
+        .reverse(),
+    );
 
     // REST list: last_delivery {status, response_status, at}.
     const list = await listWebhooks(t, owner.token, slug);
     expect(list.body.data).toEqual([
       expect.objectContaining({ id: hook.id, active: true, last_delivery: { status: 'succeeded', response_status: 200, at: expect.stringMatching(ISO_MS) } }),
     ]);
-    const latest = history.map((x) => x.lastAttemptAt!).sort().pop();
+    const latest = history
+      .map((x) => x.lastAttemptAt!)
+      .sort()
+      .pop();
     expect(list.body.data[0].last_delivery.at).toBe(latest);
     // Exactly these two were sent.
     expect(receiver.received(path)).toHaveLength(2);
@@ -190,7 +198,12 @@ describe('webhook deliveries', () => {
 
       // The GraphQL twin.
       const g = await gqlOk(t.url, owner.token, TestWebhookDocument, { app: slug, id: hook.id });
-      expect(g.testWebhook).toEqual({ deliveryId: expect.stringMatching(DELIVERY_ID), status: 'SUCCEEDED', responseStatus: 200, durationMs: expect.any(Number) });
+      expect(g.testWebhook).toEqual({
+        deliveryId: expect.stringMatching(DELIVERY_ID),
+        status: 'SUCCEEDED',
+        responseStatus: 200,
+        durationMs: expect.any(Number),
+      });
       expect(g.testWebhook.deliveryId).not.toBe(res.body.delivery_id);
       expect(receiver.received(path)).toHaveLength(before + 2);
     });

@@ -95,19 +95,38 @@ describe('DNS rebinding: the target is checked again when the client connects', 
 
     it('allow-listed by name, rebind.test is reached through the stubbed connect-time lookup (the setup can deliver)', async () => {
       const callbacks = dns.count('callback', HOST);
-      const sent = await new WebhookSender(new AddressGuard([HOST]), { timeoutMs: 2000, ca: target.cert }).send(target.url('/sender-allowed'), SECRET, 'msg_allowed', new Date(), body);
+      const sent = await new WebhookSender(new AddressGuard([HOST]), { timeoutMs: 2000, ca: target.cert }).send(
+        target.url('/sender-allowed'),
+        SECRET,
+        'msg_allowed',
+        new Date(),
+        body,
+      );
       expect(sent).toMatchObject({ ok: true, status: 200, error: null });
       expect(dns.count('callback', HOST)).toBeGreaterThan(callbacks);
       const [got] = target.received('/sender-allowed');
       expect(got.body).toBe(body);
-      expectSigned(SECRET, { path: got.path, method: 'POST', headers: got.headers as Record<string, string>, body: got.body, json: JSON.parse(got.body), at: Date.now() });
+      expectSigned(SECRET, {
+        path: got.path,
+        method: 'POST',
+        headers: got.headers as Record<string, string>,
+        body: got.body,
+        json: JSON.parse(got.body),
+        at: Date.now(),
+      });
     });
 
     it('public at the pre-check, 127.0.0.1 at connect time → refused before connecting: {ok: false, status: null}, an error that does not echo the address, nothing at the target', async () => {
       const connections = target.connections;
       const prechecks = dns.count('promises', HOST);
       const callbacks = dns.count('callback', HOST);
-      const sent = await new WebhookSender(new AddressGuard([]), { timeoutMs: 2000, ca: target.cert }).send(target.url('/sender-refused'), SECRET, 'msg_refused', new Date(), body);
+      const sent = await new WebhookSender(new AddressGuard([]), { timeoutMs: 2000, ca: target.cert }).send(
+        target.url('/sender-refused'),
+        SECRET,
+        'msg_refused',
+        new Date(),
+        body,
+      );
       expect(sent).toMatchObject({ ok: false, status: null, error: REFUSAL });
       // The pre-check saw the public answer and let it through; the connect-time lookup refused.
       expect(dns.count('promises', HOST)).toBe(prechecks + 1);
@@ -164,13 +183,20 @@ describe('DNS rebinding: the target is checked again when the client connects', 
       // A redelivery of one of them is refused the same way.
       const { redeliverWebhookDelivery: again } = await gqlOk(t.url, owner.token, RedeliverWebhookDeliveryDocument, { app: slug, id: events[0].id });
       history = await deliveriesWhen(t, owner.token, slug, hook.id, (l) => l.some((x) => x.id === again.id && x.attempts === 1));
-      expect(history.find((x) => x.id === again.id)).toMatchObject({ event: 'deploy', messageId: events[0].messageId, status: 'PENDING', responseStatus: null, error: REFUSAL });
+      expect(history.find((x) => x.id === again.id)).toMatchObject({
+        event: 'deploy',
+        messageId: events[0].messageId,
+        status: 'PENDING',
+        responseStatus: null,
+        error: REFUSAL,
+      });
 
       // The retries, once due, are refused again.
       clock.advance(10 * MINUTE_MS + 1000);
       expect(await t.gateway.services.webhooks.deliverDue()).toBe(3);
       history = await deliveriesOf(t, owner.token, slug, hook.id);
-      for (const x of history.filter((y) => y.event === 'deploy')) expect(x).toMatchObject({ status: 'PENDING', attempts: 2, responseStatus: null, error: REFUSAL });
+      for (const x of history.filter((y) => y.event === 'deploy'))
+        expect(x).toMatchObject({ status: 'PENDING', attempts: 2, responseStatus: null, error: REFUSAL });
 
       expect(target.connections).toBe(connections);
       expect(target.received(hookPath)).toEqual([]);

@@ -178,7 +178,11 @@ describe('webhook registration', () => {
       expectInvalid(await postWebhook(t, owner.token, slug, { url: 42, events: ['deploy'] }), 'url');
       expectInvalid(await postWebhook(t, owner.token, slug, { url: 'https://hooks.invalid/e', events: ['deploy'], secret: 'whsec_mine' }), 'secret');
       expectProblem(await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, '{"url":', { 'content-type': 'application/json' }), 400, 'bad_request');
-      expectProblem(await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, 'url=https://hooks.invalid/e', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
+      expectProblem(
+        await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, 'url=https://hooks.invalid/e', { 'content-type': 'text/plain' }),
+        415,
+        'unsupported_media_type',
+      );
       expect(await storedFor(slug)).toEqual([]);
     });
   });
@@ -200,7 +204,8 @@ describe('webhook registration', () => {
       expect((await storedFor(slug)).map((w) => w.id)).toEqual(ids);
 
       const other = await makeApp(t.url, owner);
-      for (const n of [1, 2, 3]) expect((await postWebhook(t, owner.token, other.slug, { url: `https://hooks.invalid/o${n}`, events: ['deploy'] })).status).toBe(201);
+      for (const n of [1, 2, 3])
+        expect((await postWebhook(t, owner.token, other.slug, { url: `https://hooks.invalid/o${n}`, events: ['deploy'] })).status).toBe(201);
 
       expect((await deleteWebhook(t, owner.token, slug, ids[1])).status).toBe(204);
       const again = await postWebhook(t, owner.token, slug, { url: 'https://hooks.invalid/5', events: ['deploy'] });
@@ -288,9 +293,19 @@ describe('webhook registration', () => {
 
     it('GraphQL createWebhook returns the secret once; the webhook it returns is the one listed', async () => {
       const { slug } = await makeApp(t.url, owner);
-      const { createWebhook } = await gqlOk(t.url, owner.token, CreateWebhookDocument, { app: slug, url: 'https://hooks.invalid/g', events: ['deploy', 'deploy'] });
+      const { createWebhook } = await gqlOk(t.url, owner.token, CreateWebhookDocument, {
+        app: slug,
+        url: 'https://hooks.invalid/g',
+        events: ['deploy', 'deploy'],
+      });
       expect(createWebhook.secret).toMatch(/^whsec_/);
-      expect(createWebhook.webhook).toMatchObject({ url: 'https://hooks.invalid/g', events: ['deploy'], active: true, disabledReason: null, lastDelivery: null });
+      expect(createWebhook.webhook).toMatchObject({
+        url: 'https://hooks.invalid/g',
+        events: ['deploy'],
+        active: true,
+        disabledReason: null,
+        lastDelivery: null,
+      });
       const graph = await gqlOk(t.url, owner.token, WebhooksDocument, { app: slug });
       expect(graph.webhooks).toEqual([createWebhook.webhook]);
       expect(JSON.stringify(graph)).not.toContain(createWebhook.secret.slice('whsec_'.length));

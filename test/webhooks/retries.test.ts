@@ -180,7 +180,10 @@ describe('webhook retries and disabling', () => {
       expect(r.json.data.deployment.id).toBe(d4.id);
     }
     await deliveriesWhen(t, owner.token, slug, hook.id, (l) => l.length === 6 && l.slice(0, 2).every((x) => x.status === 'SUCCEEDED'));
-    expect((await listWebhooks(t, owner.token, slug)).body.data[0]).toMatchObject({ active: true, last_delivery: { status: 'succeeded', response_status: 200 } });
+    expect((await listWebhooks(t, owner.token, slug)).body.data[0]).toMatchObject({
+      active: true,
+      last_delivery: { status: 'succeeded', response_status: 200 },
+    });
   });
 
   it('410 Gone: the delivery fails without retry and the webhook becomes inactive with a disabledReason', async () => {

@@ -47,32 +47,38 @@ describe('webhook attempts that are retried', () => {
     return deliveriesWhen(t, owner.token, slug, hookId, (l) => l.length === 2 && l.every((x) => x.attempts === 1));
   };
 
-  it.each([400, 404, 429])('a %d is a failed attempt that is retried on the schedule; the webhook stays active, and the retry succeeds once the receiver recovers', async (code) => {
-    const { slug } = await makeApp(t.url, owner);
-    const path = nextPath(`client-error-${code}`);
-    const hook = await createWebhook(t, owner.token, slug, receiver.url(path));
-    receiver.reply(path, { status: code, headers: code === 429 ? { 'retry-after': '1' } : {} });
+  it.each([400, 404, 429])(
+    'a %d is a failed attempt that is retried on the schedule; the webhook stays active, and the retry succeeds once the receiver recovers',
+    async (code) => {
+      const { slug } = await makeApp(t.url, owner);
+      const path = nextPath(`client-error-${code}`);
+      const hook = await createWebhook(t, owner.token, slug, receiver.url(path));
+      receiver.reply(path, { status: code, headers: code === 429 ? { 'retry-after': '1' } : {} });
 
-    const first = await deployAndFirstAttempts(slug, hook.id);
-    for (const x of first) {
-      expect(x).toMatchObject({ event: 'deploy', status: 'PENDING', attempts: 1, responseStatus: code });
-      expect(new Date(x.nextAttemptAt!).getTime()).toBe(clock.now().getTime() + 10 * MINUTE_MS);
-    }
-    expect(receiver.received(path)).toHaveLength(2);
-    expect(await webhookOf(slug)).toMatchObject({ active: true, disabledReason: null });
-    expect((await listWebhooks(t, owner.token, slug)).body.data[0]).toMatchObject({ active: true, last_delivery: { status: 'pending', response_status: code } });
+      const first = await deployAndFirstAttempts(slug, hook.id);
+      for (const x of first) {
+        expect(x).toMatchObject({ event: 'deploy', status: 'PENDING', attempts: 1, responseStatus: code });
+        expect(new Date(x.nextAttemptAt!).getTime()).toBe(clock.now().getTime() + 10 * MINUTE_MS);
+      }
+      expect(receiver.received(path)).toHaveLength(2);
+      expect(await webhookOf(slug)).toMatchObject({ active: true, disabledReason: null });
+      expect((await listWebhooks(t, owner.token, slug)).body.data[0]).toMatchObject({
+        active: true,
+        last_delivery: { status: 'pending', response_status: code },
+      });
 
-    receiver.reply(path, { status: 200 });
-    expect(await advanceAndDeliver(10 * MINUTE_MS + 1000)).toBe(2);
-    const retried = receiver.received(path).slice(2);
-    expect(retried).toHaveLength(2);
-    for (const r of retried) expectSigned(hook.secret, r, clock.now().getTime());
-    expect(new Set(receiver.received(path).map((r) => r.headers['webhook-id'])).size).toBe(2);
-    for (const x of await deliveriesOf(t, owner.token, slug, hook.id)) {
-      expect(x).toMatchObject({ status: 'SUCCEEDED', attempts: 2, responseStatus: 200, nextAttemptAt: null });
-    }
-    expect(await webhookOf(slug)).toMatchObject({ active: true, disabledReason: null });
-  });
+      receiver.reply(path, { status: 200 });
+      expect(await advanceAndDeliver(10 * MINUTE_MS + 1000)).toBe(2);
+      const retried = receiver.received(path).slice(2);
+      expect(retried).toHaveLength(2);
+      for (const r of retried) expectSigned(hook.secret, r, clock.now().getTime());
+      expect(new Set(receiver.received(path).map((r) => r.headers['webhook-id'])).size).toBe(2);
+      for (const x of await deliveriesOf(t, owner.token, slug, hook.id)) {
+        expect(x).toMatchObject({ status: 'SUCCEEDED', attempts: 2, responseStatus: 200, nextAttemptAt: null });
+      }
+      expect(await webhookOf(slug)).toMatchObject({ active: true, disabledReason: null });
+    },
+  );
 
   it('connection refused: the attempt fails without a response status, with an error, and is retried on the schedule; the webhook stays active', async () => {
     // A port on 127.0.0.1 that nothing listens on any more.

@@ -186,7 +186,8 @@ export class HatchApi {
           }
         }
         // A gateway that never answered is an error now; one that dropped us is retried a while.
-        if (!everConnected) throw new TransportError(`cannot open a graphql-ws connection to ${this.wsUrl}: ${typeof code === 'number' ? `code ${code}` : describe(err)}`);
+        if (!everConnected)
+          throw new TransportError(`cannot open a graphql-ws connection to ${this.wsUrl}: ${typeof code === 'number' ? `code ${code}` : describe(err)}`);
         if (!connected) failures++;
         else failures = 1;
         if (failures > MAX_CONSECUTIVE_FAILURES) throw new TransportError(`lost the connection to ${this.apiUrl} and could not reconnect`);

@@ -19,7 +19,11 @@ import { webhookCommands } from './commands/webhooks';
 const COMMANDS: Command[] = [...accountCommands, ...appCommands, ...deployCommands, ...cronCommands, ...webhookCommands];
 
 const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
-  'api-url': { type: 'string', value: '<url>', description: `the gateway (default: $HATCH_API_URL, else the one you logged in to, else http://localhost:4000)` },
+  'api-url': {
+    type: 'string',
+    value: '<url>',
+    description: `the gateway (default: $HATCH_API_URL, else the one you logged in to, else http://localhost:4000)`,
+  },
   json: { type: 'boolean', description: 'JSON output for scripts' },
   help: { type: 'boolean', short: 'h', description: 'show help' },
   version: { type: 'boolean', description: 'print the version' },
@@ -27,7 +31,8 @@ const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
 
 function parseConfig(specs: Record<string, OptionSpec>): NonNullable<ParseArgsConfig['options']> {
   const out: NonNullable<ParseArgsConfig['options']> = {};
-  for (const [name, s] of Object.entries(specs)) out[name] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
+  for (const [name, s] of Object.entries(specs))
+    out[name] = { type: s.type, ...(s.short ? { short: s.short } : {}), ...(s.multiple ? { multiple: true } : {}) };
   return out;
 }
 
@@ -93,7 +98,13 @@ function findCommand(words: string[]): Command | null {
 function checkArity(cmd: Command, args: string[]): void {
   const required = cmd.args.filter((a) => a.startsWith('<')).length;
   const variadic = cmd.args.some((a) => a.endsWith('...>') || a.endsWith('...]'));
-  if (args.length < required) throw new UsageError(`missing ${cmd.args.slice(args.length).filter((a) => a.startsWith('<')).join(' ')}`);
+  if (args.length < required)
+    throw new UsageError(
+      `missing ${cmd.args
+        .slice(args.length)
+        .filter((a) => a.startsWith('<'))
+        .join(' ')}`,
+    );
   if (!variadic && args.length > cmd.args.length) throw new UsageError(`unexpected argument "${args[cmd.args.length]}"`);
 }
 
@@ -118,7 +129,8 @@ function printError(err: unknown, json: boolean, stderrColours: ReturnType<typeo
     for (const e of err.errors) {
       const code = e.code ? c.dim(` (${e.code})`) : '';
       // Field errors' messages usually are `field: message`; then the field lines say it all.
-      const covered = e.fields.length > 0 && (e.message === e.fields.map((f) => `${f.field}: ${f.message}`).join('; ') || e.fields.some((f) => f.message === e.message));
+      const covered =
+        e.fields.length > 0 && (e.message === e.fields.map((f) => `${f.field}: ${f.message}`).join('; ') || e.fields.some((f) => f.message === e.message));
       if (!covered) w(`${c.red('error:')} ${e.message}${code}\n`);
       for (const f of e.fields) w(covered ? `${c.red('error:')} ${c.bold(f.field)}: ${f.message}${code}\n` : `  ${c.bold(f.field)}: ${f.message}\n`);
     }

@@ -27,7 +27,9 @@ export class AccountsResolver {
     return ctx.services.accounts.listApiTokens(ctx.actor, page);
   }
 
-  @Mutation(() => CreatedApiToken, { description: 'Creates an API token for the caller (at most 50 live, i.e. unrevoked and unexpired, per account unless the operator set another cap).' })
+  @Mutation(() => CreatedApiToken, {
+    description: 'Creates an API token for the caller (at most 50 live, i.e. unrevoked and unexpired, per account unless the operator set another cap).',
+  })
   createApiToken(
     @Ctx() ctx: Context,
     @Arg('name', () => String, { description: 'A label, 1 to 100 characters.' }) name: string,

@@ -10,7 +10,6 @@ import { App, Tier, TIERS } from './app.entity';
 import { Collaborator } from './collaborator.entity';
 import { hostUrl, SLUG_RE, SLUG_RULE } from './hosts';
 
-
 /** SQL: ids of the eggs the user in parameter `viewer` (`:viewerId`, `$1`) may see (owner or collaborator). */
 export const visibleAppIds = (viewer: string) => `(SELECT a.id FROM apps a WHERE a.owner_id = ${viewer}
   UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = ${viewer})`;
@@ -122,13 +121,7 @@ export class AppsService {
     const user = await this.accounts.findUserByEmail(email);
     if (!user) throw new NotFound('Account', email);
     if (user.id === app.ownerId) throw ValidationFailed.field('email', 'is the owner of this egg');
-    await this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(Collaborator)
-      .values({ appId: app.id, userId: user.id, createdAt: this.clock.now() })
-      .orIgnore()
-      .execute();
+    await this.ds.createQueryBuilder().insert().into(Collaborator).values({ appId: app.id, userId: user.id, createdAt: this.clock.now() }).orIgnore().execute();
     return app;
   }
 

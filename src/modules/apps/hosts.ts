@@ -12,10 +12,7 @@ export const SLUG_RULE =
   'must be 3 to 40 characters: a lower-case letter, then lower-case letters, digits or single dashes (never two in a row), ending in a letter or digit';
 
 /** What a host under the apps domain names. */
-export type HostTarget =
-  | { kind: 'app'; slug: string }
-  | { kind: 'deployment'; slug: string; suffix: string }
-  | { kind: 'preview'; slug: string; pr: number };
+export type HostTarget = { kind: 'app'; slug: string } | { kind: 'deployment'; slug: string; suffix: string } | { kind: 'preview'; slug: string; pr: number };
 
 const SUFFIX_RE = /^[0-9a-z]{8}$/;
 const PREVIEW_RE = /^pr-([1-9][0-9]{0,9})$/;

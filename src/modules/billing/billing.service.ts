@@ -118,4 +118,3 @@ export class BillingService {
     return session;
   }
 }
-

@@ -33,7 +33,9 @@ export class CronsResolver {
     return ctx.services.crons.runs(ctx.actor, app, id, page);
   }
 
-  @Mutation(() => Cron, { description: 'Schedules a command (at most 20 crons per egg unless the operator set another cap); the first run is at the next due time after now.' })
+  @Mutation(() => Cron, {
+    description: 'Schedules a command (at most 20 crons per egg unless the operator set another cap); the first run is at the next due time after now.',
+  })
   createCron(
     @Ctx() ctx: Context,
     @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,

@@ -241,7 +241,9 @@ export class CronsService {
     if (fresh.length === 0) return { claimed: due.length, runs: [] };
     const ids = fresh.map((c) => c.id);
     const busy = new Set<string>(
-      (await tx.query<Array<{ cron_id: string }>>(`SELECT DISTINCT cron_id FROM cron_runs WHERE status = 'running' AND cron_id = ANY($1)`, [ids])).map((r) => r.cron_id),
+      (await tx.query<Array<{ cron_id: string }>>(`SELECT DISTINCT cron_id FROM cron_runs WHERE status = 'running' AND cron_id = ANY($1)`, [ids])).map(
+        (r) => r.cron_id,
+      ),
     ); // the previous run still runs
     const done = new Set<string>(
       (
@@ -255,13 +257,22 @@ export class CronsService {
     const toRun = fresh.filter((c) => !busy.has(c.id) && !done.has(c.id));
     if (toRun.length === 0) return { claimed: due.length, runs: [] };
     const apps = new Map((await tx.findBy(App, { id: In([...new Set(toRun.map((c) => c.appId))]) })).map((a) => [a.id, a]));
-    const balances = await this.energy.balancesIn(tx, [...apps.values()].map((a) => a.ownerId));
+    const balances = await this.energy.balancesIn(
+      tx,
+      [...apps.values()].map((a) => a.ownerId),
+    );
     const runs = toRun.map((cron) => {
       const app = apps.get(cron.appId)!;
       return { run: this.newRun(cron, cron.nextRunAt!, false, balances.get(app.ownerId)!.depleted), cron, app };
     });
-    await tx.insert(CronRun, runs.map((r) => r.run));
-    await this.pruneRuns(tx, toRun.map((c) => c.id));
+    await tx.insert(
+      CronRun,
+      runs.map((r) => r.run),
+    );
+    await this.pruneRuns(
+      tx,
+      toRun.map((c) => c.id),
+    );
     return { claimed: due.length, runs };
   }
 

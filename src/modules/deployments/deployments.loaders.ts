@@ -57,7 +57,15 @@ export function deploymentsLoaders(ds: DataSource) {
               ORDER BY d.id DESC`,
             [appIds, status, after, limit + 1],
           );
-          for (const k of group) pages.set(k, toPage(rows.filter((d) => d.appId === k.appId), limit, (d) => d.id));
+          for (const k of group)
+            pages.set(
+              k,
+              toPage(
+                rows.filter((d) => d.appId === k.appId),
+                limit,
+                (d) => d.id,
+              ),
+            );
         }
         return keys.map((k) => pages.get(k)!);
       },

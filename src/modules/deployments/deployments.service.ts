@@ -26,7 +26,6 @@ import { logBatchStream, statusStream } from './log-stream';
 import { deploymentSuffix, hostUrl } from '../apps/hosts';
 import { AccessEvent } from '../accounts/access.topics';
 
-
 /** Filters and page of a deployment list. */
 type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
 export const LOG_PAGE_MAX = 1000;
@@ -112,7 +111,14 @@ export class DeploymentsService {
         const replay = await claimIdempotencyKey(tx, actor.user.id, idempotencyKey, digest, now);
         if (replay) return { deployment: replay, created: false };
       }
-      const deployment = await this.insertDeployment(tx, app, actor.user.id, Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null, Object.keys(env), now);
+      const deployment = await this.insertDeployment(
+        tx,
+        app,
+        actor.user.id,
+        Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null,
+        Object.keys(env),
+        now,
+      );
       if (idempotencyKey) await recordIdempotentResponse(tx, actor.user.id, idempotencyKey, deployment);
       await this.announce(tx, afterCommit, deployment, app.slug);
       return { deployment, created: true };

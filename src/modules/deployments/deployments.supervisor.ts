@@ -256,11 +256,14 @@ export class BuildSupervisor {
     if (this.fenceTimer) clearTimeout(this.fenceTimer);
     if (this.stopped) return;
     const left = this.leaseMs * 0.8 - (performance.now() - renewedAt);
-    this.fenceTimer = setTimeout(() => {
-      if (this.running.size === 0 || this.stopped) return;
-      this.hooks.onError(new Error(`runner leases not renewed for ${this.leaseMs * 0.8} ms: stopping ${this.running.size} egg(s) here`));
-      for (const [appId, r] of [...this.running]) this.track(() => this.serially(appId, () => this.stopEgg(appId, r)));
-    }, Math.max(0, left));
+    this.fenceTimer = setTimeout(
+      () => {
+        if (this.running.size === 0 || this.stopped) return;
+        this.hooks.onError(new Error(`runner leases not renewed for ${this.leaseMs * 0.8} ms: stopping ${this.running.size} egg(s) here`));
+        for (const [appId, r] of [...this.running]) this.track(() => this.serially(appId, () => this.stopEgg(appId, r)));
+      },
+      Math.max(0, left),
+    );
     this.fenceTimer.unref();
   }
 

@@ -29,9 +29,7 @@ export type DeploymentEvent =
  * Between the gateways' runners of eggs: the egg's current deployment changed (or is to be
  * restarted), so whoever runs it looks again; or a stopping gateway let go of its eggs.
  */
-export type RunnerEvent =
-  | { kind: 'changed'; from: string; appId: string; restart: string | null }
-  | { kind: 'released'; from: string };
+export type RunnerEvent = { kind: 'changed'; from: string; appId: string; restart: string | null } | { kind: 'released'; from: string };
 
 export type DeploymentTopics = {
   DEPLOYMENT: [deploymentId: string, event: DeploymentEvent];

@@ -68,7 +68,7 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
   let lastSeq = 0;
   /** Stored lines after the last one streamed and before `before`, a page per batch. */
   const stored = async function* (before = Infinity) {
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       const page = await src.read(lastSeq);
       more = page.length === src.pageSize;
       const kept = page.filter((line) => line.seq < before);

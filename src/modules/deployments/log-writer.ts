@@ -65,7 +65,9 @@ export class LogWriter {
    * further since this one last did; from this writer's own if that is further still.
    */
   async resume(deploymentId: string): Promise<void> {
-    const [row] = await this.ds.query<Array<{ seq: string | number }>>('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [deploymentId]);
+    const [row] = await this.ds.query<Array<{ seq: string | number }>>('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [
+      deploymentId,
+    ]);
     this.seqs.set(deploymentId, Math.max(Number(row.seq), this.seqs.get(deploymentId) ?? 0));
   }
 

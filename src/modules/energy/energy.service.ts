@@ -83,7 +83,8 @@ export class EnergyService {
         account.dailyResetAt = nextDailyReset(now);
       }
       if (resetWeekly) {
-        if (a.weekly !== account.weekly) await this.record(tx, userId, EnergyBucket.WEEKLY, a.weekly - account.weekly, a.weekly, EnergyReason.WEEKLY_RESET, null);
+        if (a.weekly !== account.weekly)
+          await this.record(tx, userId, EnergyBucket.WEEKLY, a.weekly - account.weekly, a.weekly, EnergyReason.WEEKLY_RESET, null);
         account.weekly = a.weekly;
         account.weeklyResetAt = nextWeeklyReset(now);
       }
@@ -99,7 +100,16 @@ export class EnergyService {
 
   private static view(a: EnergyAccount): EnergyBalance {
     const total = a.daily + a.weekly + a.bonus + a.pack;
-    return { daily: a.daily, weekly: a.weekly, bonus: a.bonus, pack: a.pack, total, depleted: total === 0, dailyResetsAt: a.dailyResetAt, weeklyResetsAt: a.weeklyResetAt };
+    return {
+      daily: a.daily,
+      weekly: a.weekly,
+      bonus: a.bonus,
+      pack: a.pack,
+      total,
+      depleted: total === 0,
+      dailyResetsAt: a.dailyResetAt,
+      weeklyResetsAt: a.weeklyResetAt,
+    };
   }
 
   async balance(actor: Actor): Promise<EnergyBalance> {
@@ -167,7 +177,7 @@ export class EnergyService {
   /** Operator path: sets the given buckets to exact values. */
   async setBuckets(email: string, values: Partial<Record<EnergyBucket, number>>): Promise<EnergyBalance> {
     for (const [bucket, v] of Object.entries(values)) {
-      if (!Number.isSafeInteger(v) || (v) < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
+      if (!Number.isSafeInteger(v) || v < 0) throw ValidationFailed.field(bucket, 'must be a whole number of minutes, 0 or more');
     }
     return inTransaction(this.ds, async (tx) => {
       const [user] = await tx.query<Array<{ id: string }>>('SELECT id FROM users WHERE email = $1', [canonicalEmail(email)]);

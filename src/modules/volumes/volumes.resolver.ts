@@ -28,7 +28,8 @@ export class VolumesResolver {
 
   @Mutation(() => Volume, {
     nullable: true,
-    description: 'Detaches the volume and erases it after 7 days (returns it, GRACE_DELETING); with `now: true` erases it at once, irreversibly (returns null).',
+    description:
+      'Detaches the volume and erases it after 7 days (returns it, GRACE_DELETING); with `now: true` erases it at once, irreversibly (returns null).',
   })
   deleteVolume(
     @Ctx() ctx: Context,

@@ -106,7 +106,7 @@ export class AddressGuard {
         if (err) return callback(err, '', 0);
         const list = addresses;
         if (!exempt && list.some((a) => !isPublicAddress(a.address))) return callback(new ForbiddenTarget(notAllowed(host)), '', 0);
-        if ((options).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+        if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
         return callback(null, list[0].address, list[0].family);
       });
     };

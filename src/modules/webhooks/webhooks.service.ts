@@ -131,9 +131,7 @@ export class WebhooksService {
   async setActive(actor: Actor, slug: string, id: string, active: boolean): Promise<Webhook> {
     const webhook = await this.get(actor, slug, id);
     Object.assign(webhook, { active, disabledReason: active ? null : 'disabled by a user', consecutiveFailures: active ? 0 : webhook.consecutiveFailures });
-    await this.ds
-      .getRepository(Webhook)
-      .update({ id }, { active, disabledReason: webhook.disabledReason, consecutiveFailures: webhook.consecutiveFailures });
+    await this.ds.getRepository(Webhook).update({ id }, { active, disabledReason: webhook.disabledReason, consecutiveFailures: webhook.consecutiveFailures });
     return webhook;
   }
 
@@ -148,7 +146,11 @@ export class WebhooksService {
    * transaction. The caller wakes the sender after commit (`wake`).
    */
   async enqueue(tx: EntityManager, appId: string, event: string, data: Record<string, unknown>): Promise<number> {
-    const hooks = await tx.getRepository(Webhook).createQueryBuilder('w').where('w.app_id = :appId AND w.active AND :event = ANY(w.events)', { appId, event }).getMany();
+    const hooks = await tx
+      .getRepository(Webhook)
+      .createQueryBuilder('w')
+      .where('w.app_id = :appId AND w.active AND :event = ANY(w.events)', { appId, event })
+      .getMany();
     const now = this.clock.now();
     const payload = JSON.stringify({ type: event, timestamp: now.toISOString(), data });
     for (const w of hooks) {
@@ -243,10 +245,16 @@ export class WebhooksService {
 
   /** One attempt: sign, send, record; schedule the next try, or give up and count the failure. */
   /** `webhook`: the delivery's webhook as read for this attempt; null when it is gone. */
-  private async attempt(delivery: WebhookDelivery, webhook: Webhook | null, opts: { retry: boolean }): Promise<{ status: DeliveryStatus; responseStatus: number | null; durationMs: number }> {
+  private async attempt(
+    delivery: WebhookDelivery,
+    webhook: Webhook | null,
+    opts: { retry: boolean },
+  ): Promise<{ status: DeliveryStatus; responseStatus: number | null; durationMs: number }> {
     const now = this.clock.now();
     if (!webhook || (!webhook.active && delivery.event !== 'ping')) {
-      await this.ds.getRepository(WebhookDelivery).update({ id: delivery.id }, { status: DeliveryStatus.FAILED, nextAttemptAt: null, leaseUntil: null, error: 'webhook disabled' });
+      await this.ds
+        .getRepository(WebhookDelivery)
+        .update({ id: delivery.id }, { status: DeliveryStatus.FAILED, nextAttemptAt: null, leaseUntil: null, error: 'webhook disabled' });
       this.opts.metrics?.webhookDelivery('failed', delivery.event);
       return { status: DeliveryStatus.FAILED, responseStatus: null, durationMs: 0 };
     }
@@ -257,23 +265,30 @@ export class WebhooksService {
     const status = result.ok ? DeliveryStatus.SUCCEEDED : retryIn !== undefined ? DeliveryStatus.PENDING : DeliveryStatus.FAILED;
     const finishedAt = this.clock.now();
     await inTransaction(this.ds, async (tx) => {
-      await tx.update(WebhookDelivery, { id: delivery.id }, {
-        status,
-        attempts,
-        nextAttemptAt: retryIn !== undefined ? new Date(finishedAt.getTime() + retryIn) : null,
-        leaseUntil: null,
-        responseStatus: result.status,
-        error: result.error,
-        durationMs: result.durationMs,
-        lastAttemptAt: now,
-      });
+      await tx.update(
+        WebhookDelivery,
+        { id: delivery.id },
+        {
+          status,
+          attempts,
+          nextAttemptAt: retryIn !== undefined ? new Date(finishedAt.getTime() + retryIn) : null,
+          leaseUntil: null,
+          responseStatus: result.status,
+          error: result.error,
+          durationMs: result.durationMs,
+          lastAttemptAt: now,
+        },
+      );
       if (delivery.event === 'ping') return;
       if (result.ok) {
         await tx.update(Webhook, { id: webhook.id }, { consecutiveFailures: 0 });
       } else if (gone) {
         await tx.update(Webhook, { id: webhook.id }, { active: false, disabledReason: 'the endpoint answered 410 Gone' });
       } else if (status === DeliveryStatus.FAILED) {
-        const [[row]] = await tx.query<[Array<{ consecutive_failures: number }>, number]>('UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures', [webhook.id]);
+        const [[row]] = await tx.query<[Array<{ consecutive_failures: number }>, number]>(
+          'UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = $1 RETURNING consecutive_failures',
+          [webhook.id],
+        );
         if (row && row.consecutive_failures >= this.opts.disableAfter) {
           await tx.update(Webhook, { id: webhook.id }, { active: false, disabledReason: `${row.consecutive_failures} events in a row could not be delivered` });
         }

@@ -1,11 +1,4 @@
-import {
-  AppResourcesDocument,
-  AppsDocument,
-  CreateAppDocument,
-  PreviewsDocument,
-  UpdateResourcesDocument,
-  VolumeDocument,
-} from '../../../client/generated';
+import { AppResourcesDocument, AppsDocument, CreateAppDocument, PreviewsDocument, UpdateResourcesDocument, VolumeDocument } from '../../../client/generated';
 import { allPages, Command, Ctx, wholeNumber } from '../command';
 import { details, json, lower, status, table } from '../output';
 
@@ -24,11 +17,7 @@ async function listApps(ctx: Ctx): Promise<void> {
 }
 
 function resourcesTable(ctx: Ctx, r: { slug: string; memoryMb: number | null; effectiveMemoryMb: number; capMb: number }): string {
-  return table(
-    ctx.c,
-    ['SLUG', 'MEMORY MB', 'EFFECTIVE MB', 'CAP MB'],
-    [[r.slug, r.memoryMb ?? 'default', r.effectiveMemoryMb, r.capMb]],
-  );
+  return table(ctx.c, ['SLUG', 'MEMORY MB', 'EFFECTIVE MB', 'CAP MB'], [[r.slug, r.memoryMb ?? 'default', r.effectiveMemoryMb, r.capMb]]);
 }
 
 export const appCommands: Command[] = [
@@ -104,4 +93,3 @@ export const appCommands: Command[] = [
     },
   },
 ];
-

@@ -36,7 +36,10 @@ export const webhookCommands: Command[] = [
       events: { type: 'string', multiple: true, value: '<event>', description: 'events to send (default: deploy); repeat or comma-separate' },
     },
     async run(ctx, [app, url], options) {
-      const given = strings(options, 'events').flatMap((e) => e.split(',')).map((e) => e.trim()).filter(Boolean);
+      const given = strings(options, 'events')
+        .flatMap((e) => e.split(','))
+        .map((e) => e.trim())
+        .filter(Boolean);
       const events = given.length ? given : ['deploy'];
       const { createWebhook } = await ctx.api().request(CreateWebhookDocument, { app, url, events });
       if (ctx.json) return ctx.out(json(createWebhook));
