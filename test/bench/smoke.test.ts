@@ -93,7 +93,8 @@ describe('npm run bench (shrunk)', () => {
   it('counts right: every line to every subscriber, constant nested statements, no SQL for a refusal, every cron started', () => {
     expect(row('Live logs: share of lines delivered')).toMatchObject({ gateway: 1, baseline: 1, met: true });
     expect(row('Nested list (app, owner): SQL statements')).toMatchObject({ met: true });
-    expect(row('Nested list (app, owner): SQL statements').gateway).toEqual(expect.any(Number));
+    // The counter sees the statements a request runs (and only those): a nested list needs some.
+    expect(row('Nested list (app, owner): SQL statements').gateway).toBeGreaterThan(0);
     expect(row('Refused operation (over the alias limit): SQL statements')).toMatchObject({ gateway: 0, met: true });
     expect(String(row('Cron: 50 due at once').gateway)).toMatch(/^50 \/ /);
   });
