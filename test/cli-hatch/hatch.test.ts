@@ -20,8 +20,8 @@ jest.setTimeout(60_000);
 
 /** Piped output is for scripts and files: no colour codes, no spinner frames. */
 function expectPlain(r: CliResult): void {
-  expect(r.stdout).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex
-  expect(r.stderr).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex
+  expect(r.stdout).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex -- the escape codes a terminal gets are what is checked
+  expect(r.stderr).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex -- the escape codes a terminal gets are what is checked
 }
 
 function ok(r: CliResult): CliResult {

@@ -10,7 +10,7 @@ jest.setTimeout(60_000);
 /** util-linux `script` gives the CLI a pseudo-terminal for stdin, stdout and stderr. */
 const SCRIPT = '/usr/bin/script';
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- the escape codes a terminal gets are what is checked
 const SGR = /\x1b\[[0-9;]*m/g;
 const CLEAR_LINE = '\r\x1b[K';
 
@@ -109,7 +109,7 @@ describe('hatch on a terminal (pseudo-terminal via script)', () => {
     frames.forEach((f, i) => expect(f).toBe(FRAMES[i % FRAMES.length]));
     expect(res.screen).toContain(`${CLEAR_LINE}\x1b[36m${FRAMES[0]}\x1b[39m Building ${slug}`);
     // …and cleared at the end: the last thing on the screen is the result line, not a frame.
-    expect(res.screen.replace(/(\r\x1b\[K)+$/, '')).toMatch(/\x1b\[32m✔ live\x1b\[39m https:\/\/\S+\r\n$/); // eslint-disable-line no-control-regex
+    expect(res.screen.replace(/(\r\x1b\[K)+$/, '')).toMatch(/\x1b\[32m✔ live\x1b\[39m https:\/\/\S+\r\n$/); // eslint-disable-line no-control-regex -- the escape codes a terminal gets are what is checked
 
     // Colour on stdout: the egg's name in bold, the result in green.
     expect(res.screen).toContain(`Deploying \x1b[1m${slug}\x1b[22m: dep_`);
@@ -129,7 +129,7 @@ describe('hatch on a terminal (pseudo-terminal via script)', () => {
   it('tables on a terminal have bold headers and stay aligned; NO_COLOR leaves them plain', async () => {
     const coloured = await hatchOnTty(env(), ['apps']);
     expect(coloured.code).toBe(0);
-    expect(coloured.screen).toMatch(/^\x1b\[1mSLUG\x1b\[22m {2,}\x1b\[1mTIER\x1b\[22m/); // eslint-disable-line no-control-regex
+    expect(coloured.screen).toMatch(/^\x1b\[1mSLUG\x1b\[22m {2,}\x1b\[1mTIER\x1b\[22m/); // eslint-disable-line no-control-regex -- the escape codes a terminal gets are what is checked
     const rows = parseTable(coloured.screen.replace(SGR, '').replace(/\r\n/g, '\n'));
     expect(rows).toHaveLength(2);
 

@@ -9,7 +9,7 @@ jest.setTimeout(60_000);
 
 function ok(r: CliResult): CliResult {
   if (r.code !== 0) throw new Error(`hatch exited ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-  expect(r.stdout).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex
+  expect(r.stdout).not.toMatch(/\x1b|\r/); // eslint-disable-line no-control-regex -- the escape codes a terminal gets are what is checked
   return r;
 }
 

@@ -25,7 +25,7 @@ export function colours(enabled: boolean): Colours {
   };
 }
 
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- ESC is exactly what an ANSI colour code starts with
 const ANSI = /\x1b\[[0-9;]*m/g;
 const width = (s: string) => [...s.replace(ANSI, '')].length;
 
