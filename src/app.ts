@@ -23,6 +23,8 @@ import { createLogger, Logger } from './log';
 import { Metrics } from './metrics';
 import { Runtime } from './runtime/runtime.port';
 import { SimulatedRuntime } from './runtime/simulated.runtime';
+import { DockerRuntime } from './runtime/docker/docker.runtime';
+import { dockerClient } from './runtime/docker/engine';
 import { SecretBox } from './secrets';
 import Stripe from 'stripe';
 import { SandboxProvider, StripeProvider } from './modules/billing/payment-provider';
@@ -155,14 +157,18 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         if (jobs) void jobs.send('webhooks-deliver', delayMs).catch(onError);
         else if (config.webhooks.worker && !config.jobs) setTimeout(() => void services?.webhooks.deliverDue().catch(onError), delayMs).unref();
       };
+      const simulated = new SimulatedRuntime(ds, {
+        buildMs: config.simBuildMs,
+        runtimeLogMs: config.simRuntimeLogMs,
+        sleepAfterMs: config.simSleepAfterMs,
+        commandMs: config.simCommandMs,
+      });
+      // `auto` is resolved before (src/main.ts asks the Engine); left as it is, it means simulated.
       const runtime = opts.runtime
         ? opts.runtime(ds)
-        : new SimulatedRuntime(ds, {
-            buildMs: config.simBuildMs,
-            runtimeLogMs: config.simRuntimeLogMs,
-            sleepAfterMs: config.simSleepAfterMs,
-            commandMs: config.simCommandMs,
-          });
+        : config.runtime === 'docker'
+          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, simulated)
+          : simulated;
       const baseUrl = () => config.publicUrl ?? url;
       services = createServices({
         ds,

@@ -11,6 +11,18 @@ export interface Config {
   /** 32-byte key for secrets at rest; null: generated into the data dir on first start. */
   encryptionKey: Buffer | null;
   appsDomain: string;
+  /** What builds and runs eggs; `auto`: docker when an Engine answers, else simulated (src/runtime/select.ts). */
+  runtime: 'auto' | 'docker' | 'simulated';
+  docker: {
+    /** The Engine's address as `DOCKER_HOST` writes it (`unix:///path`, `tcp://host:port`); null: /var/run/docker.sock. */
+    host: string | null;
+    /** The base of the Node image generated for a source without a Dockerfile. */
+    nodeImage: string;
+    /** A build (image and first start) that takes longer fails. */
+    buildTimeoutMs: number;
+    /** A new container must accept connections on $PORT within this, or its deployment fails. */
+    healthTimeoutMs: number;
+  };
   simBuildMs: number;
   previewTtlMs: number;
   simRuntimeLogMs: number;
@@ -147,6 +159,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.HATCHERY_DATA_DIR || '.hatchery'),
     encryptionKey: key(env),
     appsDomain: env.HATCHERY_APPS_DOMAIN || 'hatchery.run',
+    runtime: oneOf(env, 'HATCHERY_RUNTIME', ['auto', 'docker', 'simulated'] as const, 'auto'),
+    docker: {
+      host: env.DOCKER_HOST || null,
+      nodeImage: env.HATCHERY_NODE_IMAGE || 'node:20-slim',
+      buildTimeoutMs: int(env, 'HATCHERY_BUILD_TIMEOUT_MS', 600_000, 1000, 86_400_000),
+      healthTimeoutMs: int(env, 'HATCHERY_HEALTH_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    },
     simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
     previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,
     simRuntimeLogMs: int(env, 'HATCHERY_SIM_RUNTIME_LOG_MS', 5000, 50, 3_600_000),

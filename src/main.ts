@@ -1,5 +1,7 @@
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
+import { dockerClient, probeEngine } from './runtime/docker/engine';
+import { RuntimeChoice, RuntimeUnavailable, selectRuntime } from './runtime/select';
 
 async function main(): Promise<void> {
   let config;
@@ -12,7 +14,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const gateway = buildApp(config);
+  let choice: RuntimeChoice;
+  try {
+    choice = await selectRuntime(config.runtime, config.docker.host, () => probeEngine(dockerClient(config.docker.host)));
+  } catch (err) {
+    if (err instanceof RuntimeUnavailable) {
+      process.stderr.write(`hatchery: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const gateway = buildApp({ ...config, runtime: choice.kind });
   let stopping = false;
   // npm forwards the terminal's Ctrl-C, so one keypress can arrive twice: repeats are ignored,
   // and a shutdown that hangs is cut off after the grace period.
@@ -36,9 +48,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
   const url = await gateway.start();
-  gateway.log.info({ url }, 'hatchery listening');
+  gateway.log.info({ url, runtime: choice.kind, why: choice.why }, 'hatchery listening');
   process.stdout.write(
-    `Hatchery is listening on ${url}\n  GraphQL: ${url}/graphql (graphql-ws on the same path)\n  REST:    ${url}/ (e.g. POST ${url}/deploy)\n`,
+    `Hatchery is listening on ${url}\n  GraphQL: ${url}/graphql (graphql-ws on the same path)\n  REST:    ${url}/ (e.g. POST ${url}/deploy)\n  Runtime: ${choice.kind} (${choice.why})\n`,
   );
 }
 

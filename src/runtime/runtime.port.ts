@@ -6,6 +6,10 @@ export interface EggSpec {
   memoryMb: number;
   /** Whether the egg's tier lets the runtime put it to sleep when idle. */
   sleeps: boolean;
+  /** An image to run instead of building one (the Docker host has it or can pull it). */
+  image?: string | null;
+  /** The egg's source (a .tar.gz), read from storage when a build needs it. */
+  source?: (() => Promise<NodeJS.ReadableStream>) | null;
 }
 
 export interface RunHooks {
@@ -16,12 +20,19 @@ export interface RunHooks {
   wake(): Promise<number | null>;
 }
 
-export type LogSink = (type: 'build' | 'runtime', message: string) => void;
+/** A log line; `at` is when the egg wrote it, where the runtime knows (a container's timestamps). */
+export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date) => void;
 
 export type BuildResult = { ok: true } | { ok: false; reason: string };
 
 export interface RunningEgg {
+  /** Stops the egg for good: it was superseded or deleted. */
   stop(): void;
+  /**
+   * Stops watching the egg but leaves it running, for the next runner to adopt (this gateway is
+   * shutting down or lost its lease). Where nothing outlives the process, the same as stop.
+   */
+  detach(): void;
 }
 
 export interface PreviewSpec {

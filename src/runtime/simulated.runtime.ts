@@ -102,11 +102,10 @@ export class SimulatedRuntime implements Runtime {
     let stopped = false;
     const timer = setInterval(() => void request().catch(() => undefined), this.opts.runtimeLogMs);
     timer.unref();
-    return {
-      stop: () => {
-        stopped = true;
-        clearInterval(timer);
-      },
+    const stop = () => {
+      stopped = true;
+      clearInterval(timer);
     };
+    return { stop, detach: stop };
   }
 }

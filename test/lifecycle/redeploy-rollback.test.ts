@@ -43,12 +43,11 @@ class LifecycleRuntime extends GatedRuntime {
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
     const egg = super.run(spec, log, hooks);
     this.serving.set(spec.slug, spec.deploymentId);
-    return {
-      stop: () => {
-        egg.stop();
-        if (this.serving.get(spec.slug) === spec.deploymentId) this.serving.delete(spec.slug);
-      },
+    const stop = () => {
+      egg.stop();
+      if (this.serving.get(spec.slug) === spec.deploymentId) this.serving.delete(spec.slug);
     };
+    return { stop, detach: stop };
   }
 }
 

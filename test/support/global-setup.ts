@@ -30,6 +30,9 @@ export default async function globalSetup(): Promise<void> {
   await ds.runMigrations({ transaction: 'each' });
   await ds.destroy();
   process.env.HATCHERY_TEST_SERVER_URL = serverUrl;
+  // Gateways the suites start as processes run eggs on the simulated runtime, whether or not a
+  // Docker Engine answers here; test/docker starts its own on Docker.
+  process.env.HATCHERY_RUNTIME ??= 'simulated';
   process.env.HATCHERY_TEST_TEMPLATE = template;
 }
 

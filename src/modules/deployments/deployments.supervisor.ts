@@ -88,7 +88,7 @@ export class BuildSupervisor {
         const spec = await this.hooks.spec(deployment);
         await this.writer.open(deployment.id);
         if (resumed) this.writer.append(deployment.id, LogType.BUILD, '==> Build resumed: the gateway building it stopped');
-        const result = await this.runtime.build(spec, (type, msg) => this.writer.append(deployment.id, type as LogType, msg), abort.signal);
+        const result = await this.runtime.build(spec, (type, msg, at) => this.writer.append(deployment.id, type as LogType, msg, at), abort.signal);
         // Every build line is stored and published before the status changes.
         await this.writer.flush();
         if (abort.signal.aborted) return;
@@ -158,15 +158,16 @@ export class BuildSupervisor {
       // Whoever wrote its lines before (its builder, an earlier runner elsewhere) is done.
       await this.writer.resume(deployment.id);
       if (this.stopped) return;
-      const egg = this.runtime.run(spec, (type, msg) => this.writer.append(deployment.id, type as LogType, msg), {
+      const egg = this.runtime.run(spec, (type, msg, at) => this.writer.append(deployment.id, type as LogType, msg, at), {
         wake: () => this.hooks.wake(deployment.id),
       });
       this.running.set(appId, { deploymentId: deployment.id, egg });
     });
   }
 
-  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }): Promise<void> {
-    r.egg.stop();
+  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }, how: 'stop' | 'detach' = 'stop'): Promise<void> {
+    if (how === 'stop') r.egg.stop();
+    else r.egg.detach();
     if (this.running.get(appId) === r) this.running.delete(appId);
     await this.writer.flush();
     this.writer.forget(r.deploymentId);
@@ -260,7 +261,7 @@ export class BuildSupervisor {
       () => {
         if (this.running.size === 0 || this.stopped) return;
         this.hooks.onError(new Error(`runner leases not renewed for ${this.leaseMs * 0.8} ms: stopping ${this.running.size} egg(s) here`));
-        for (const [appId, r] of [...this.running]) this.track(() => this.serially(appId, () => this.stopEgg(appId, r)));
+        for (const [appId, r] of [...this.running]) this.track(() => this.serially(appId, () => this.stopEgg(appId, r, 'detach')));
       },
       Math.max(0, left),
     );
@@ -287,7 +288,8 @@ export class BuildSupervisor {
     await this.runnerEvents?.return(undefined);
     const interrupted = [...this.builds.keys()];
     for (const abort of this.builds.values()) abort.abort();
-    for (const r of this.running.values()) r.egg.stop();
+    // The eggs go on running for the next runner to adopt; only watching them stops here.
+    for (const r of this.running.values()) r.egg.detach();
     const ran = this.running.size;
     this.running.clear();
     await this.tasks.settled();

@@ -71,11 +71,11 @@ export class LogWriter {
     this.seqs.set(deploymentId, Math.max(Number(row.seq), this.seqs.get(deploymentId) ?? 0));
   }
 
-  append(deploymentId: string, type: LogType, message: string): void {
+  append(deploymentId: string, type: LogType, message: string, at?: Date): void {
     const last = this.seqs.get(deploymentId);
     if (last === undefined) throw new Error(`log writer: deployment ${deploymentId} was not opened`);
     this.seqs.set(deploymentId, last + 1);
-    this.buffer.push(Object.assign(new LogLine(), { deploymentId, seq: last + 1, timestamp: this.clock.now(), type, message }));
+    this.buffer.push(Object.assign(new LogLine(), { deploymentId, seq: last + 1, timestamp: at ?? this.clock.now(), type, message }));
     if (this.buffer.length >= this.maxBatch) void this.flush();
     else if (!this.timer) this.timer = setTimeout(() => void this.flush(), this.flushMs);
   }
