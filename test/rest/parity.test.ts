@@ -30,7 +30,12 @@ describe('REST ↔ GraphQL parity over the route table', () => {
         expect({ ...r, id: 0, url: 0, created_at: 0, updated_at: 0 }).toEqual({ ...g, id: 0, url: 0, created_at: 0, updated_at: 0 });
       },
     }),
-    'GET /deployments': () => ({ path: `/deployments?project=${slug}&limit=5`, variables: { project: slug, limit: 5 } }),
+    'GET /deployments': async () => {
+      // The deploy sample's build must not finish between the REST read and its twin.
+      const res = await fetch(`${t.url}/deployments?project=${slug}&limit=100`, { headers: { authorization: `Bearer ${user.token}` } });
+      for (const d of ((await res.json()) as { data: Array<{ id: string }> }).data) await settle(t.url, user, d.id);
+      return { path: `/deployments?project=${slug}&limit=5`, variables: { project: slug, limit: 5 } };
+    },
     'GET /deployments/:id': () => ({ path: `/deployments/${liveId}`, variables: { id: liveId } }),
     'GET /deployments/:id/logs': () => ({ path: `/deployments/${liveId}/logs?type=build`, variables: { id: liveId, type: 'BUILD' } }),
     'PATCH /apps/:slug/resources': () => ({
