@@ -24,18 +24,28 @@ export interface LogSource extends StreamSource {
   buildOver: boolean;
 }
 
+/**
+ * The events a stream acts on. Ends when the events end or the deployment is deleted, and when a
+ * change of access leaves it out of the subscriber's sight; access changes that do not are dropped.
+ */
+async function* streamEvents(src: StreamSource): AsyncGenerator<Exclude<DeploymentEvent, { kind: 'deleted' | 'access' }>, void> {
+  for (;;) {
+    const { value, done } = await src.events.next();
+    if (done || value.kind === 'deleted') return;
+    if (value.kind === 'access') {
+      if (!(await src.check())) return;
+      continue;
+    }
+    yield value;
+  }
+}
+
 /** The current state, then every change (by revision, so stale or repeated events are dropped); ends when deleted. */
 export async function* statusStream(current: Deployment, src: StreamSource): AsyncGenerator<Deployment, void> {
   try {
     let last = current;
     yield current;
-    for (;;) {
-      const { value, done } = await src.events.next();
-      if (done || value.kind === 'deleted') return;
-      if (value.kind === 'access') {
-        if (!(await src.check())) return;
-        continue;
-      }
+    for await (const value of streamEvents(src)) {
       if (value.kind === 'resync') {
         // Changes may have been missed: the row says where it stands.
         const now = await src.check();
@@ -81,13 +91,7 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
   try {
     yield* stored();
     if (type === LogType.BUILD && src.buildOver) return;
-    for (;;) {
-      const { value, done } = await src.events.next();
-      if (done || value.kind === 'deleted') return;
-      if (value.kind === 'access') {
-        if (!(await src.check())) return;
-        continue;
-      }
+    for await (const value of streamEvents(src)) {
       if (value.kind === 'resync') {
         // Events may have been missed: lines are in storage, the end of the build in the row.
         const now = await src.check();
