@@ -84,8 +84,7 @@ export class DockerRuntime implements Runtime {
       if (!made.ok) return made;
       both.throwIfAborted();
       log('build', `==> Starting ${spec.slug}; waiting for it to listen on port ${EGG_PORT}`);
-      const container = await this.createContainer(spec);
-      await container.start();
+      const container = await this.startFresh(spec);
       const listening = await this.untilListening(container, both);
       if (!listening.ok) {
         await container.remove({ force: true }).catch(() => undefined);
@@ -221,13 +220,6 @@ export class DockerRuntime implements Runtime {
         .catch(() => undefined);
   }
 
-  /** The host port (on 127.0.0.1) the container's $PORT is published on. */
-  async publishedPort(container: Docker.Container): Promise<number | null> {
-    const info = await container.inspect();
-    const port = info.NetworkSettings.Ports?.[PORT_KEY]?.[0]?.HostPort;
-    return port ? Number(port) : null;
-  }
-
   /**
    * Waits until the egg answers on its published port: some bytes back for a request, or a
    * connection it holds open. A port nothing listens on behind is refused or closed at once.
@@ -238,7 +230,7 @@ export class DockerRuntime implements Runtime {
       signal.throwIfAborted();
       const info = await container.inspect();
       if (!info.State.Running) return { ok: false, reason: `exited with code ${info.State.ExitCode} before listening on port ${EGG_PORT}` };
-      const port = await this.publishedPort(container);
+      const port = publishedPort(info);
       if (port && (await answers(port, Math.min(1000, deadline - Date.now())))) return { ok: true };
       await sleep(100, undefined, { signal });
     }
@@ -270,6 +262,12 @@ export function nodeDockerfile(base: string, hasLock: boolean): string {
     'CMD ["npm", "start"]',
     '',
   ].join('\n');
+}
+
+/** The host port (on 127.0.0.1) a container's $PORT is published on, from its inspect output. */
+function publishedPort(info: Docker.ContainerInspectInfo): number | null {
+  const port = info.NetworkSettings.Ports?.[PORT_KEY]?.[0]?.HostPort;
+  return port ? Number(port) : null;
 }
 
 /** Whether something answers on 127.0.0.1:`port` within `ms`. */
