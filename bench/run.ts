@@ -817,6 +817,7 @@ async function main() {
     log(`database: ${db.where}`);
     const counter = { n: 0, on: false };
     const config = loadConfig({
+      HATCHERY_ROUTER_PORT: '0',
       HOST: '127.0.0.1',
       DATABASE_URL: db.url,
       HATCHERY_DATA_DIR: path.join(tmp, 'data'),

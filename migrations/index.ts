@@ -1,3 +1,7 @@
+import { CronRunFailureReason1795537986218 } from './1795537986218-CronRunFailureReason';
+import { DeploymentSleep1795534642929 } from './1795534642929-DeploymentSleep';
+import { DeploymentSourceImage1795531389144 } from './1795531389144-DeploymentSourceImage';
+import { Sources1795530789255 } from './1795530789255-Sources';
 import { HostSeparator1795519548387 } from './1795519548387-HostSeparator';
 import { RunnerLease1795228617037 } from './1795228617037-RunnerLease';
 import { EventPayloads1795228614320 } from './1795228614320-EventPayloads';
@@ -28,4 +32,8 @@ export const migrations: MigrationClass[] = [
   EventPayloads1795228614320,
   RunnerLease1795228617037,
   HostSeparator1795519548387,
+  Sources1795530789255,
+  DeploymentSourceImage1795531389144,
+  DeploymentSleep1795534642929,
+  CronRunFailureReason1795537986218,
 ];

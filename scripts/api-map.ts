@@ -7,6 +7,7 @@
 import { FieldNode, GraphQLObjectType, GraphQLSchema, Kind, OperationDefinitionNode, parse, SelectionSetNode } from 'graphql';
 import type { OpenApiDocument } from '../src/rest/openapi';
 import type { Route } from '../src/rest/routes';
+import { UploadRoute, uploads as uploadTable } from '../src/rest/uploads';
 
 type Json = Record<string, unknown>;
 
@@ -19,7 +20,7 @@ const code = (text: string) => `\`${text}\``;
 /** Table cells cannot hold a bare `|`. */
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
-function operationOf(doc: OpenApiDocument, route: Route) {
+function operationOf(doc: OpenApiDocument, route: Pick<Route, 'method' | 'path'>) {
   const op = doc.paths[openApiPath(route.path)]?.[route.method.toLowerCase()];
   if (!op) throw new Error(`docs: ${route.method} ${route.path} is not in the OpenAPI document`);
   return op;
@@ -67,7 +68,7 @@ function fieldsOf(set: SelectionSetNode | undefined): FieldNode[] {
   return (set?.selections ?? []).filter((s): s is FieldNode => s.kind === Kind.FIELD);
 }
 
-function successCell(doc: OpenApiDocument, route: Route): string {
+function successCell(doc: OpenApiDocument, route: Pick<Route, 'method' | 'path'>): string {
   const successes = Object.entries(operationOf(doc, route).responses).filter(([status]) => /^2\d\d$/.test(status));
   const describe = ([status, response]: [string, Json]) => {
     const schema = (response.content as Record<string, { schema: Json }> | undefined)?.['application/json']?.schema;
@@ -79,7 +80,7 @@ function successCell(doc: OpenApiDocument, route: Route): string {
 }
 
 /** Schemas the routes answer with, and those they reference, in the order first met. */
-function responseSchemas(doc: OpenApiDocument, table: Route[]): string[] {
+function responseSchemas(doc: OpenApiDocument, table: Array<Pick<Route, 'method' | 'path'>>): string[] {
   const names: string[] = [];
   const visit = (name: string | undefined) => {
     const schema = name ? doc.components.schemas[name] : undefined;
@@ -112,7 +113,7 @@ function fieldText(doc: OpenApiDocument, name: string, prop: Json): string {
   return name;
 }
 
-function bodiesTable(doc: OpenApiDocument, table: Route[]): string[] {
+function bodiesTable(doc: OpenApiDocument, table: Array<Pick<Route, 'method' | 'path'>>): string[] {
   const rows = responseSchemas(doc, table).map((name) => {
     const schema = doc.components.schemas[name];
     const fields = Object.entries(schema.properties as Record<string, Json>).map(([f, prop]) => fieldText(doc, f, prop));
@@ -121,11 +122,11 @@ function bodiesTable(doc: OpenApiDocument, table: Route[]): string[] {
   return ['| body | fields | what |', '|---|---|---|', ...rows];
 }
 
-/** Root fields of each operation type that no route executes: the GraphQL-only operations. */
-function graphqlOnly(schema: GraphQLSchema, table: Route[]): string[] {
+/** Root fields of each operation type that no route executes (nor reads an upload with): the GraphQL-only operations. */
+function graphqlOnly(schema: GraphQLSchema, operations: string[]): string[] {
   const used = new Set<string>();
-  for (const route of table)
-    for (const def of parse(route.operation).definitions)
+  for (const operation of operations)
+    for (const def of parse(operation).definitions)
       if (def.kind === Kind.OPERATION_DEFINITION) for (const f of fieldsOf(def.selectionSet)) used.add(`${def.operation}.${f.name.value}`);
 
   const kinds: Array<[string, string, GraphQLObjectType | null | undefined]> = [
@@ -142,9 +143,24 @@ function graphqlOnly(schema: GraphQLSchema, table: Route[]): string[] {
   return ['| GraphQL only | operations |', '|---|---|', ...rows];
 }
 
+/** A binary upload's row: its media type for a body, no GraphQL twin, and the query that reads what it stored. */
+function uploadRow(doc: OpenApiDocument, upload: UploadRoute): string {
+  const reader = parse(upload.reader).definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+  const rest = `${code(`${upload.method} ${upload.path}`)} ${code(upload.mediaType)} body`;
+  const twin = `none: GraphQL has no binary upload; read it with ${code(
+    fieldsOf(reader.selectionSet)
+      .map((f) => `${f.name.value}(${(f.arguments ?? []).map((a) => a.name.value).join(', ')})`)
+      .join(' '),
+  )}`;
+  return `| ${cell(rest)} | ${cell(twin)} | ${cell(successCell(doc, upload))} | ${code(upload.since)} |`;
+}
+
 /** The generated block, markers included. */
-export function renderApiMap(doc: OpenApiDocument, table: Route[], schema: GraphQLSchema): string {
-  const map = table.map((r) => `| ${cell(restCell(doc, r))} | ${cell(graphqlCell(r))} | ${cell(successCell(doc, r))} | ${code(r.since)} |`);
+export function renderApiMap(doc: OpenApiDocument, table: Route[], schema: GraphQLSchema, uploads: UploadRoute[] = uploadTable): string {
+  const map = [
+    ...table.map((r) => `| ${cell(restCell(doc, r))} | ${cell(graphqlCell(r))} | ${cell(successCell(doc, r))} | ${code(r.since)} |`),
+    ...uploads.map((u) => uploadRow(doc, u)),
+  ];
   return [
     BEGIN,
     '',
@@ -154,11 +170,11 @@ export function renderApiMap(doc: OpenApiDocument, table: Route[], schema: Graph
     '',
     'Optional body fields are marked `?`. Response bodies (REST field names):',
     '',
-    ...bodiesTable(doc, table),
+    ...bodiesTable(doc, [...table, ...uploads]),
     '',
     'Operations with no REST endpoint (the schema has their arguments and descriptions):',
     '',
-    ...graphqlOnly(schema, table),
+    ...graphqlOnly(schema, [...table.map((r) => r.operation), ...uploads.map((u) => u.reader)]),
     '',
     END,
   ].join('\n');

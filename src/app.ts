@@ -25,6 +25,8 @@ import { Runtime } from './runtime/runtime.port';
 import { SimulatedRuntime } from './runtime/simulated.runtime';
 import { DockerRuntime } from './runtime/docker/docker.runtime';
 import { dockerClient } from './runtime/docker/engine';
+import { PreviewDatabases } from './runtime/docker/preview-databases';
+import { createRouter, Router } from './http/router';
 import { SecretBox } from './secrets';
 import Stripe from 'stripe';
 import { SandboxProvider, StripeProvider } from './modules/billing/payment-provider';
@@ -44,6 +46,8 @@ export interface Gateway {
   /** Graceful: subscriptions close, in-flight requests finish, jobs stop, then the database. */
   stop(): Promise<void>;
   readonly url: string;
+  /** The router's base URL: requests to eggs, by Host. */
+  readonly routerUrl: string;
   readonly services: Services;
   readonly ds: DataSource;
   readonly pubsub: GatewayPubSub;
@@ -118,7 +122,10 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
   let services: Services | null = null;
   let http: HttpServer | null = null;
   let jobs: Jobs | null = null;
+  let router: Router | null = null;
+  let runtime: Runtime | null = null;
   let url = '';
+  let routerUrl = '';
 
   const need = <T>(v: T | null, what: string): T => {
     if (v === null) throw new Error(`gateway not started: ${what} unavailable`);
@@ -129,9 +136,13 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
     get url() {
       return url;
     },
+    get routerUrl() {
+      return routerUrl;
+    },
     get services() {
       return need(services, 'services');
     },
+
     get ds() {
       return need(ds, 'database');
     },
@@ -141,7 +152,8 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
     async start(port = config.port) {
       let dbUrl: string;
       ({ ds, embedded, url: dbUrl } = await openDatabase(config, log, opts.db));
-      const box = new SecretBox(loadEncryptionKey(config));
+      const key = loadEncryptionKey(config);
+      const box = new SecretBox(key);
       const onError = (err: unknown) => log.error({ err }, 'background task failed');
       const channel = config.eventsChannel;
       // Log lines travel between gateways as "stored up to seq N"; each gateway reads them once.
@@ -164,10 +176,10 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         commandMs: config.simCommandMs,
       });
       // `auto` is resolved before (src/main.ts asks the Engine); left as it is, it means simulated.
-      const runtime = opts.runtime
+      runtime = opts.runtime
         ? opts.runtime(ds)
         : config.runtime === 'docker'
-          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, simulated)
+          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, simulated, new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key))
           : simulated;
       const baseUrl = () => config.publicUrl ?? url;
       services = createServices({
@@ -183,6 +195,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         baseUrl,
         crons: { missedAfterMs: config.cronMissedAfterMs, runTimeoutMs: config.cronRunTimeoutMs },
         limits: config.limits,
+        sources: config.sources,
         webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined, wake: wakeWebhooks },
         onError,
         metrics,
@@ -225,13 +238,14 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       if (config.jobs) {
         jobs = new Jobs(dbUrl, log, metrics, { statementTimeoutMs: config.dbStatementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs });
         const deployments = services.deployments;
-        const { volumes, previews, energy, webhooks } = services;
+        const { volumes, previews, energy, webhooks, sources } = services;
         await jobs.start([
           { name: 'deployments-reclaim', cron: '* * * * *', handler: () => deployments.supervisor.reclaimOrphans() },
           { name: 'volumes-erase', cron: '* * * * *', handler: () => volumes.eraseExpired() },
           { name: 'previews-expire', cron: '* * * * *', handler: () => previews.expire() },
           { name: 'previews-reclaim', cron: '* * * * *', handler: () => previews.reclaimOrphans() },
           { name: 'energy-meter', cron: '* * * * *', handler: () => energy.meter() },
+          { name: 'sources-prune', cron: '* * * * *', handler: () => sources.prune() },
           ...(config.webhooks.worker ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }] : []),
         ]);
       }
@@ -239,10 +253,19 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await http.app.listen({ port, host: config.host });
       const address = http.app.server.address() as AddressInfo;
       url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${address.port}`;
+      router = createRouter({
+        appsDomain: config.appsDomain,
+        deployments: services.deployments,
+        runtime,
+        log,
+        wakeTimeoutMs: config.docker.healthTimeoutMs,
+      });
+      routerUrl = await router.listen(config.routerPort, config.host);
       return url;
     },
 
     async stop() {
+      await router?.close();
       await http?.close();
       await services?.deployments.stop();
       await services?.previews.stop();
@@ -254,6 +277,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await embedded?.stop();
       http = null;
       jobs = null;
+      router = null;
     },
   };
 }

@@ -22,7 +22,15 @@ export interface Config {
     buildTimeoutMs: number;
     /** A new container must accept connections on $PORT within this, or its deployment fails. */
     healthTimeoutMs: number;
+    /** A free-tier egg with no request for this long is stopped until the next request wakes it; 0: never. */
+    sleepAfterMs: number;
+    /** How old a volume's measured `used_mb` may be when read. */
+    volumeUsageMaxAgeMs: number;
   };
+  /** The router's port (requests to eggs, by Host); 0 picks a free one. */
+  routerPort: number;
+  /** The PostgreSQL server where each preview gets a database and role of its own (docker runtime); null: the gateway's own. */
+  previewDatabaseUrl: string | null;
   simBuildMs: number;
   previewTtlMs: number;
   simRuntimeLogMs: number;
@@ -101,6 +109,13 @@ export interface Config {
   leaseMs: number;
   /** The channel on which gateways sharing the database share events (NOTIFY; on Redis after `redisPrefix`). */
   eventsChannel: string;
+  /** Uploaded sources (.tar.gz of an egg's folder). */
+  sources: {
+    /** Largest upload, compressed and once unpacked (HATCHERY_SOURCE_MAX_MB). */
+    maxBytes: number;
+    /** How long a source no deployment references is kept (each egg's newest is always kept). */
+    retentionMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -165,7 +180,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       nodeImage: env.HATCHERY_NODE_IMAGE || 'node:20-slim',
       buildTimeoutMs: int(env, 'HATCHERY_BUILD_TIMEOUT_MS', 600_000, 1000, 86_400_000),
       healthTimeoutMs: int(env, 'HATCHERY_HEALTH_TIMEOUT_MS', 60_000, 100, 3_600_000),
+      sleepAfterMs: int(env, 'HATCHERY_SLEEP_AFTER_MS', 900_000, 0, 7 * 86_400_000),
+      volumeUsageMaxAgeMs: int(env, 'HATCHERY_VOLUME_USAGE_MAX_AGE_MS', 60_000, 0, 86_400_000),
     },
+    routerPort: int(env, 'HATCHERY_ROUTER_PORT', 8080, 0, 65535),
+    previewDatabaseUrl: env.HATCHERY_PREVIEW_DATABASE_URL || null,
     simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
     previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,
     simRuntimeLogMs: int(env, 'HATCHERY_SIM_RUNTIME_LOG_MS', 5000, 50, 3_600_000),
@@ -219,6 +238,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeTimeoutMs: int(env, 'HATCHERY_STRIPE_TIMEOUT_MS', 10_000, 100, 600_000),
     leaseMs: int(env, 'HATCHERY_LEASE_MS', 30_000, 300, 600_000),
     eventsChannel: env.HATCHERY_EVENTS_CHANNEL || 'hatchery_events',
+    sources: {
+      // At most 2047 MB: sizes are PostgreSQL integers and GraphQL Ints.
+      maxBytes: int(env, 'HATCHERY_SOURCE_MAX_MB', 100, 1, 2047) * 1024 * 1024,
+      retentionMs: int(env, 'HATCHERY_SOURCE_RETENTION_MS', 24 * 3600 * 1000, 0, 365 * 24 * 3600 * 1000),
+    },
     publicUrl: env.HATCHERY_PUBLIC_URL ? env.HATCHERY_PUBLIC_URL.replace(/\/+$/, '') : null,
     energy: {
       free: {

@@ -83,6 +83,21 @@ export class BadRequest extends DomainError {
   readonly code = 'BAD_REQUEST';
 }
 
+/** A body of a media type the endpoint does not take (also: bytes that are not what the type says). */
+export class UnsupportedMediaType extends DomainError {
+  readonly code = 'UNSUPPORTED_MEDIA_TYPE';
+}
+
+/** A body larger than the endpoint takes; `field` names what was too large. */
+export class PayloadTooLarge extends DomainError {
+  readonly code = 'PAYLOAD_TOO_LARGE';
+  readonly errors: FieldError[];
+  constructor(field: string, message: string) {
+    super(message);
+    this.errors = [{ field, message }];
+  }
+}
+
 /** The database (or another service the gateway needs) cannot be reached right now; retrying helps. */
 export class ServiceUnavailable extends DomainError {
   readonly code = 'SERVICE_UNAVAILABLE';

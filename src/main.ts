@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const url = await gateway.start();
   gateway.log.info({ url, runtime: choice.kind, why: choice.why }, 'hatchery listening');
   process.stdout.write(
-    `Hatchery is listening on ${url}\n  GraphQL: ${url}/graphql (graphql-ws on the same path)\n  REST:    ${url}/ (e.g. POST ${url}/deploy)\n  Runtime: ${choice.kind} (${choice.why})\n`,
+    `Hatchery is listening on ${url}\n  GraphQL: ${url}/graphql (graphql-ws on the same path)\n  REST:    ${url}/ (e.g. POST ${url}/deploy)\n  Runtime: ${choice.kind} (${choice.why})\n  Router: ${gateway.routerUrl} (eggs by Host: <slug>.${config.appsDomain})\n`,
   );
 }
 

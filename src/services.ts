@@ -16,6 +16,7 @@ import { AddressGuard } from './modules/webhooks/address-guard';
 import { WebhookSender } from './modules/webhooks/webhook-sender';
 import Stripe from 'stripe';
 import { VolumesService } from './modules/volumes/volumes.service';
+import { SourcesService, SourcesOptions } from './modules/sources/sources.service';
 import { Runtime } from './runtime/runtime.port';
 import { SecretBox } from './secrets';
 import type { Metrics } from './metrics';
@@ -30,6 +31,7 @@ export interface Services {
   billing: BillingService;
   crons: CronsService;
   webhooks: WebhooksService;
+  sources: SourcesService;
 }
 
 export interface ServiceDeps {
@@ -45,6 +47,7 @@ export interface ServiceDeps {
   baseUrl: () => string;
   crons: { missedAfterMs: number; runTimeoutMs: number };
   limits: { tokensPerAccount: number; eggsPerAccount: number; cronsPerEgg: number };
+  sources: SourcesOptions;
   webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer; wake?: (delayMs?: number) => void };
   onError: (err: unknown) => void;
   metrics?: Metrics;
@@ -66,7 +69,8 @@ export function createServices(deps: ServiceDeps): Services {
     onError: deps.onError,
     metrics: deps.metrics,
   });
-  const deployments = new DeploymentsService({ ...deps, apps, volumes, webhooks });
+  const sources = new SourcesService(deps.ds, deps.clock, apps, deps.sources);
+  const deployments = new DeploymentsService({ ...deps, apps, volumes, webhooks, sources });
   const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, {
     appsDomain: deps.appsDomain,
     ttlMs: deps.previewTtlMs,
@@ -75,6 +79,10 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const energy = new EnergyService(deps.ds, deps.clock, deps.allowances);
   const billing = new BillingService({ ds: deps.ds, clock: deps.clock, energy, baseUrl: deps.baseUrl, ...deps.payments });
-  const crons = new CronsService(deps.ds, deps.clock, apps, energy, deps.runtime, { ...deps.crons, maxPerEgg: deps.limits.cronsPerEgg, onError: deps.onError });
-  return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks };
+  const crons = new CronsService(deps.ds, deps.clock, apps, energy, deps.runtime, deployments, {
+    ...deps.crons,
+    maxPerEgg: deps.limits.cronsPerEgg,
+    onError: deps.onError,
+  });
+  return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks, sources };
 }

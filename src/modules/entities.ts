@@ -13,6 +13,7 @@ import { Cron, CronRun } from './crons/cron.entity';
 import { Webhook, WebhookDelivery } from './webhooks/webhook.entity';
 import { SimVolumeUsage } from '../runtime/sim-volume-usage.entity';
 import { EventPayload } from '../bus/event-payload.entity';
+import { Source, SourceChunk } from './sources/source.entity';
 
 /** The one list of entities, for the DataSource and the migration drift check. */
 export const entities = [
@@ -36,4 +37,6 @@ export const entities = [
   Webhook,
   WebhookDelivery,
   EventPayload,
+  Source,
+  SourceChunk,
 ];

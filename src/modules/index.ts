@@ -7,6 +7,7 @@ import { EnergyResolver } from './energy/energy.resolver';
 import { CronsResolver } from './crons/crons.resolver';
 import { WebhooksResolver } from './webhooks/webhooks.resolver';
 import { AppVolumeResolver, VolumesResolver } from './volumes/volumes.resolver';
+import { SourcesResolver } from './sources/sources.resolver';
 
 /** The topic registry: every module's events and how they travel between gateways. */
 export { topicCodecs, type GatewayPubSub, type Topics } from './topics';
@@ -16,6 +17,7 @@ export const resolvers = [
   AccountsResolver,
   AppsResolver,
   DeploymentsResolver,
+  SourcesResolver,
   VolumesResolver,
   AppVolumeResolver,
   PreviewsResolver,

@@ -39,29 +39,44 @@ export function prepareRoutes(schema: GraphQLSchema): Prepared[] {
   });
 }
 
-export function registerRest(
-  app: FastifyInstance,
-  deps: { schema: GraphQLSchema; log: Logger; authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Context> },
-): void {
+type Authenticate = (req: FastifyRequest, reply: FastifyReply) => Promise<Context>;
+
+/**
+ * What every REST endpoint does before its body is even parsed: the `API-Version` check (400 for
+ * an unknown release, 404 for an endpoint newer than the pinned one), the release echoed, and the
+ * caller authenticated (a refused token goes to the server's error handler: 401 problem,
+ * WWW-Authenticate). Resolves with the caller's context, or with the reply when it was refused.
+ */
+export function guardRoute(authenticate: Authenticate) {
+  return (route: { method: string; path: string; since: ApiRelease }) =>
+    async (req: FastifyRequest, reply: FastifyReply): Promise<Context | FastifyReply> => {
+      const requested = req.headers['api-version'];
+      const release = (requested ?? LATEST_RELEASE) as ApiRelease;
+      if (!API_RELEASES.includes(release)) {
+        return sendProblem(reply, 'BAD_REQUEST', `Unknown API-Version "${String(requested)}"; releases: ${API_RELEASES.join(', ')}`, {
+          errors: [{ field: 'API-Version', message: `must be one of ${API_RELEASES.join(', ')}` }],
+        });
+      }
+      reply.header('API-Version', release);
+      if (release < route.since) return sendProblem(reply, 'NOT_FOUND', `${route.method} ${route.path} is not part of API release ${release}`);
+      return authenticate(req, reply);
+    };
+}
+
+export function registerRest(app: FastifyInstance, deps: { schema: GraphQLSchema; log: Logger; authenticate: Authenticate }): void {
   const contexts = new WeakMap<FastifyRequest, Context>();
+  const guard = guardRoute(deps.authenticate);
 
   for (const { route, document, variableTypes } of prepareRoutes(deps.schema)) {
+    const guarded = guard(route);
     app.route({
       method: route.method,
       url: route.path,
       // Version and credentials are checked before the body is even parsed.
       onRequest: async (req, reply) => {
-        const requested = req.headers['api-version'];
-        const release = (requested ?? LATEST_RELEASE) as ApiRelease;
-        if (!API_RELEASES.includes(release)) {
-          return sendProblem(reply, 'BAD_REQUEST', `Unknown API-Version "${String(requested)}"; releases: ${API_RELEASES.join(', ')}`, {
-            errors: [{ field: 'API-Version', message: `must be one of ${API_RELEASES.join(', ')}` }],
-          });
-        }
-        reply.header('API-Version', release);
-        if (release < route.since) return sendProblem(reply, 'NOT_FOUND', `${route.method} ${route.path} is not part of API release ${release}`);
-        // A refused token goes to the server's error handler (401 problem, WWW-Authenticate).
-        contexts.set(req, await deps.authenticate(req, reply));
+        const ctx = await guarded(req, reply);
+        if (!('actor' in ctx)) return ctx;
+        contexts.set(req, ctx);
       },
       handler: async (req, reply) => {
         const body = req.body;

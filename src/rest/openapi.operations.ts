@@ -77,9 +77,10 @@ const TAGS: Record<string, string> = {
   billing: 'Billing',
   crons: 'Crons',
   webhooks: 'Webhooks',
+  sources: 'Sources',
 };
 
-export function tagOf(route: Route): string {
+export function tagOf(route: Pick<Route, 'path'>): string {
   const first = route.path
     .replace(/^\/v1/, '')
     .replace(/^\/apps\/:slug/, '')

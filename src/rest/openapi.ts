@@ -4,6 +4,8 @@ import { OpenApiOperation, operation, openApiPath, tagOf } from './openapi.opera
 import { errorResponses, problemSchemas } from './openapi.problems';
 import { RESPONSE_BODIES } from './resources';
 import { API_RELEASES, LATEST_RELEASE, Route, routes } from './routes';
+import { uploadOperation } from './openapi.uploads';
+import { UploadRoute, uploads as uploadTable } from './uploads';
 
 export type { JsonSchema } from './json-schema';
 export type { OpenApiOperation } from './openapi.operations';
@@ -45,6 +47,8 @@ generated from the REST route table and the GraphQL schema.
 export interface OpenApiOptions {
   /** Base URL for `servers`; default `/`, the host that serves the document. */
   serverUrl?: string;
+  /** The binary uploads (uploads.ts) to describe; default all of them. */
+  uploads?: UploadRoute[];
 }
 
 /** The OpenAPI 3.1 document of every row of the route table. */
@@ -61,7 +65,16 @@ export function buildOpenApi(schema: GraphQLSchema, table: Route[] = routes, opt
     if (paths[path][method]) throw new Error(`OpenAPI: ${route.method} ${route.path} appears twice`);
     paths[path][method] = operation(g, route);
   }
-  const tags = [...new Set(table.map(tagOf))].map((name) => ({ name }));
+  const responses = errorResponses();
+  const uploads = opts.uploads ?? uploadTable;
+  for (const upload of uploads) {
+    const path = openApiPath(upload.path);
+    paths[path] ??= {};
+    const method = upload.method.toLowerCase();
+    if (paths[path][method]) throw new Error(`OpenAPI: ${upload.method} ${upload.path} appears twice`);
+    paths[path][method] = uploadOperation(upload, responses);
+  }
+  const tags = [...new Set([...table, ...uploads].map(tagOf))].map((name) => ({ name }));
 
   const missing = [...JSON.stringify({ schemas, paths }).matchAll(/"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]).filter((n) => !schemas[n]);
   if (missing.length) throw new Error(`OpenAPI: no schema ${[...new Set(missing)].join(', ')}; list each response body in RESPONSE_BODIES`);
@@ -96,7 +109,7 @@ export function buildOpenApi(schema: GraphQLSchema, table: Route[] = routes, opt
           schema: { type: 'string', enum: [...API_RELEASES] },
         },
       },
-      responses: errorResponses(),
+      responses,
       securitySchemes: {
         bearerAuth: {
           type: 'http',

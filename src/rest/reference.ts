@@ -110,7 +110,8 @@ function renderOperation(doc: OpenApiDocument, method: string, path: string, op:
           ([type, media]) =>
             `<h4>Request body <small><code>${esc(type)}</code>${body.required ? ', required' : ', optional'}</small></h4>` +
             (body.description ? markdown(body.description) : '') +
-            fieldTable(media.schema),
+            // A binary body (an upload) has no fields: its bytes are the media type.
+            (media.schema.type === 'object' ? fieldTable(media.schema) : `<p>The raw bytes, <code>${esc(type)}</code>.</p>`),
         )
         .join('')
     : '';

@@ -20,6 +20,8 @@ export const Deployment = defineResource({
     memory_mb: 'memoryMb',
     volume_mb: 'volumeMb',
     env_keys: 'envKeys',
+    source: { from: 'source', schema: id('src') },
+    image: 'image',
     failure_reason: 'failureReason',
   },
 });
@@ -150,6 +152,17 @@ export const WebhookTestResult = defineResource({
   },
 });
 
+export const Source = defineResource({
+  name: 'Source',
+  graphqlType: 'Source',
+  fields: {
+    id: { from: 'id', schema: id('src') },
+    sha256: { from: 'sha256', schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
+    size_bytes: 'sizeBytes',
+    created_at: 'createdAt',
+  },
+});
+
 /** The bodies in the order the OpenAPI document lists their schemas. */
 export const RESPONSE_BODIES: readonly ResponseBody[] = [
   Deployment,
@@ -171,4 +184,5 @@ export const RESPONSE_BODIES: readonly ResponseBody[] = [
   WebhookList,
   CreatedWebhook,
   WebhookTestResult,
+  Source,
 ];

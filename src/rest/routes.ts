@@ -76,7 +76,7 @@ export const routes: Route[] = [
       }
       ${resources.Deployment.fragment}
     `,
-    body: { project: 'project', env: 'env' },
+    body: { project: 'project', env: 'env', source: 'source', image: 'image' },
     variables: (req) => ({ input: req.input, idempotencyKey: req.headers['idempotency-key'] }),
     status: 201,
     fields: { idempotencyKey: 'Idempotency-Key' },
@@ -406,6 +406,23 @@ export const routes: Route[] = [
     since: '2026-01-15',
     summary: 'List a cron’s runs',
     response: { body: resources.CronRunList, of: (d) => d.cronRuns },
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/crons/:id/runs/:run/cancel',
+    operation: /* GraphQL */ `
+      mutation RestCancelCronRun($slug: String!, $id: ID!, $run: ID!) {
+        cancelCronRun(app: $slug, id: $id, run: $run) {
+          ...RestCronRun
+        }
+      }
+      ${resources.CronRun.fragment}
+    `,
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id, run: req.params.run }),
+    status: 200,
+    since: '2026-09-01',
+    summary: 'Cancel a running cron run',
+    response: { body: resources.CronRun, of: (d) => d.cancelCronRun },
   },
   {
     method: 'POST',

@@ -10,6 +10,16 @@ export interface EggSpec {
   image?: string | null;
   /** The egg's source (a .tar.gz), read from storage when a build needs it. */
   source?: (() => Promise<NodeJS.ReadableStream>) | null;
+  /** The egg's persistent volume, mounted at /data; null: it has none. */
+  volume?: { sizeMb: number } | null;
+  /** The egg was put to sleep and no request has woken it since. */
+  asleep?: boolean;
+}
+
+/** Where the router reaches an egg: a port on the Docker host's loopback. */
+export interface Endpoint {
+  host: string;
+  port: number;
 }
 
 export interface RunHooks {
@@ -18,6 +28,12 @@ export interface RunHooks {
    * run with (the egg's effective memory at that moment), or null if the deployment is gone.
    */
   wake(): Promise<number | null>;
+  /** The runtime put the egg to sleep: its energy stops being metered until it wakes. False: a request came meanwhile, keep it awake. */
+  asleep(idleSince: Date): Promise<boolean>;
+  /** When the egg last served a request (or started), for a runtime that puts idle eggs to sleep. */
+  lastActive(): Promise<Date | null>;
+  /** When the newest runtime line already stored was written: a runner adopting a running egg passes on only what is newer. */
+  lastLineAt(): Promise<Date | null>;
 }
 
 /** A log line; `at` is when the egg wrote it, where the runtime knows (a container's timestamps). */
@@ -26,8 +42,11 @@ export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date) =>
 export type BuildResult = { ok: true } | { ok: false; reason: string };
 
 export interface RunningEgg {
-  /** Stops the egg for good: it was superseded or deleted. */
-  stop(): void;
+  /**
+   * Stops the egg for good: it was deleted, or is to start again (restart). With `drain`, it was
+   * superseded: requests already sent to it get a moment to finish first.
+   */
+  stop(opts?: { drain?: boolean }): void | Promise<void>;
   /**
    * Stops watching the egg but leaves it running, for the next runner to adopt (this gateway is
    * shutting down or lost its lease). Where nothing outlives the process, the same as stop.
@@ -50,11 +69,33 @@ export interface ProvisionedResource {
 export interface CommandSpec {
   slug: string;
   command: string;
+  /** The run, which names what runs it (a container's label), so it can be found and stopped from any gateway. */
+  runId: string;
+  /** The egg's live deployment, whose image, env, memory and volume the command runs with; null: none is live. */
+  egg: EggSpec | null;
 }
 
+/** How a command ended: its exit code, or null with why it never ran (no live deployment). */
+export type CommandResult = { exitCode: number; reason?: undefined } | { exitCode: null; reason: string };
+
 export interface Runtime {
-  /** Runs a one-off command in the egg's environment (a cron run); resolves with its exit code. */
-  runCommand(spec: CommandSpec, signal: AbortSignal): Promise<{ exitCode: number }>;
+  /** Which adapter: only `docker` builds sources and serves requests. */
+  readonly kind: 'docker' | 'simulated';
+  /** Where the deployment's egg answers now; null when nothing of it listens (not running, asleep, simulated). */
+  endpoint(deploymentId: string): Promise<Endpoint | null>;
+  /** Starts a sleeping egg again with `spec.memoryMb`; resolves once it listens, with where (null: it cannot run here). */
+  wake(spec: EggSpec, signal: AbortSignal): Promise<Endpoint | null>;
+  /** Removes what a deleted deployment left on the host: its containers, and its image unless something else uses it. */
+  discard(spec: Pick<EggSpec, 'slug' | 'deploymentId'>): Promise<void>;
+  /**
+   * Runs a one-off command in the egg's environment (a cron run), its output lines to `log`;
+   * resolves with its exit code. Rejects with an AbortError when `signal` aborts (it is stopped).
+   */
+  runCommand(spec: CommandSpec, signal: AbortSignal, log?: (line: string, at?: Date) => void): Promise<CommandResult>;
+  /** Commands still running on the host (run ids), whoever started them. */
+  runningCommands(): Promise<string[]>;
+  /** Stops a command wherever it runs; stopping one that ended is not an error. */
+  stopCommand(runId: string): Promise<void>;
   /** Builds the egg; rejects with an AbortError when `signal` aborts. */
   build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult>;
   /** Space in MB used on the egg's volume. */

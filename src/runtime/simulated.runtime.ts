@@ -1,7 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { SimVolumeUsage } from './sim-volume-usage.entity';
-import { BuildResult, CommandSpec, EggSpec, LogSink, PreviewSpec, ProvisionedResource, RunHooks, RunningEgg, Runtime } from './runtime.port';
+import {
+  BuildResult,
+  CommandResult,
+  CommandSpec,
+  EggSpec,
+  Endpoint,
+  LogSink,
+  PreviewSpec,
+  ProvisionedResource,
+  RunHooks,
+  RunningEgg,
+  Runtime,
+} from './runtime.port';
 
 const BUILD_STEPS = [
   (s: EggSpec) => `==> Build started for ${s.slug} (${s.deploymentId})`,
@@ -17,16 +29,50 @@ const BUILD_STEPS = [
  * long, and the next request wakes it with the memory the gateway says it has then.
  */
 export class SimulatedRuntime implements Runtime {
+  readonly kind = 'simulated' as const;
+
   constructor(
     private readonly ds: DataSource,
     private readonly opts: { buildMs: number; runtimeLogMs: number; sleepAfterMs?: number; commandMs?: number },
   ) {}
 
+  /** Nothing listens: a simulated egg serves no real request. */
+  endpoint(_deploymentId: string): Promise<Endpoint | null> {
+    return Promise.resolve(null);
+  }
+
+  wake(_spec: EggSpec, _signal: AbortSignal): Promise<Endpoint | null> {
+    return Promise.resolve(null);
+  }
+
+  /** Nothing outlives a simulated deployment. */
+  discard(_spec: Pick<EggSpec, 'slug' | 'deploymentId'>): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** `exit N` exits with N; any other command exits 0. */
-  async runCommand(spec: CommandSpec, signal: AbortSignal): Promise<{ exitCode: number }> {
-    await sleep(this.opts.commandMs ?? 0, undefined, { signal });
+  async runCommand(spec: CommandSpec, signal: AbortSignal): Promise<CommandResult> {
+    const stop = new AbortController();
+    this.runningRuns.set(spec.runId, stop);
+    try {
+      await sleep(this.opts.commandMs ?? 0, undefined, { signal: AbortSignal.any([signal, stop.signal]) });
+    } finally {
+      this.runningRuns.delete(spec.runId);
+    }
     const m = /^\s*exit\s+(\d{1,3})\s*$/.exec(spec.command);
     return { exitCode: m ? Number(m[1]) % 256 : 0 };
+  }
+
+  /** Commands running in this process, by run id. */
+  protected readonly runningRuns = new Map<string, AbortController>();
+
+  runningCommands(): Promise<string[]> {
+    return Promise.resolve([...this.runningRuns.keys()]);
+  }
+
+  stopCommand(runId: string): Promise<void> {
+    this.runningRuns.get(runId)?.abort();
+    return Promise.resolve();
   }
 
   async volumeUsage(slug: string): Promise<number> {
@@ -81,7 +127,7 @@ export class SimulatedRuntime implements Runtime {
     log('runtime', 'Listening on port 8080');
     const sleepAfter = spec.sleeps ? (this.opts.sleepAfterMs ?? 0) : 0;
     let awakeSince = Date.now();
-    let state: 'awake' | 'asleep' | 'waking' = 'awake';
+    let state: 'awake' | 'asleep' | 'waking' = spec.asleep ? 'asleep' : 'awake';
     let n = 0;
     const request = async () => {
       if (state === 'waking') return;
@@ -95,8 +141,9 @@ export class SimulatedRuntime implements Runtime {
       }
       log('runtime', `GET /healthz 200 ${1 + (n++ % 7)}ms`);
       if (sleepAfter > 0 && Date.now() - awakeSince >= sleepAfter) {
-        log('runtime', `Sleeping: ${spec.slug} was idle`);
         state = 'asleep';
+        await hooks.asleep(new Date());
+        log('runtime', `Sleeping: ${spec.slug} was idle`);
       }
     };
     let stopped = false;

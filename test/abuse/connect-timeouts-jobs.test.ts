@@ -101,6 +101,7 @@ describe('pg-boss against a database that accepts and never answers (HATCHERY_DB
     await proxy.listen();
     toStop.push(() => proxy.close());
     const config = loadConfig({
+      HATCHERY_ROUTER_PORT: '0',
       LOG_LEVEL: 'silent',
       HATCHERY_JOBS: 'on',
       HATCHERY_CRON_TICK_MS: '0',

@@ -13,7 +13,7 @@ import {
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser, unique } from '../support/factories';
 import { Receiver } from '../webhooks/helpers';
-import { CliEnv, CliResult, hatch, parseTable, stopAllClis, tempDir } from './helpers';
+import { CliEnv, CliResult, hatch, parseTable, stopAllClis, tempDir, writeTree } from './helpers';
 import { closedPort } from '../support/ports';
 
 jest.setTimeout(60_000);
@@ -228,10 +228,13 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     });
 
     it('deploy streams the build log and exits 0 once live', async () => {
-      const res = ok(await hatch(env, ['deploy', slug, '--env', 'GREETING=hello world', '--env', 'EMPTY=']));
+      const egg = writeTree(dir(), { 'package.json': '{"name":"hello"}', 'server.js': 'require("http").createServer().listen(process.env.PORT);\n' });
+      const res = ok(await hatch(env, ['deploy', slug, '--dir', egg, '--env', 'GREETING=hello world', '--env', 'EMPTY=']));
       const id = /Deploying \S+: (dep_\w+)/.exec(res.stdout)![1];
+      const source = /^Uploaded 2 files, \d+ B \((src_\w+)\)$/m.exec(res.stdout)![1];
       live = id;
       expect(res.stdout.split('\n')).toEqual([
+        expect.stringMatching(/^Uploaded 2 files/),
         `Deploying ${slug}: ${id}`,
         `==> Build started for ${slug} (${id})`,
         '==> Installing dependencies',
@@ -242,12 +245,12 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         '',
       ]);
       const { deployment } = await gqlOk(t.url, user.token, DeploymentDocument, { id });
-      expect(deployment).toMatchObject({ status: 'LIVE', envKeys: ['EMPTY', 'GREETING'].sort() });
+      expect(deployment).toMatchObject({ status: 'LIVE', envKeys: ['EMPTY', 'GREETING'].sort(), source });
       expect(res.stdout).toContain(deployment.url);
     });
 
     it('deploy exits non-zero when the build fails (HATCHERY_SIMULATE=fail)', async () => {
-      const res = await hatch(env, ['deploy', slug, '--env', 'HATCHERY_SIMULATE=fail']);
+      const res = await hatch(env, ['deploy', slug, '--no-source', '--env', 'HATCHERY_SIMULATE=fail']);
       expectPlain(res);
       expect(res.code).toBe(1);
       const id = /Deploying \S+: (dep_\w+)/.exec(res.stdout)![1];
@@ -259,7 +262,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     });
 
     it('deploy --json prints the final deployment on stdout and the build on stderr', async () => {
-      const res = ok(await hatch(env, ['deploy', slug, '--json']));
+      const res = ok(await hatch(env, ['deploy', slug, '--no-source', '--json']));
       const d = JSON.parse(res.stdout);
       expect(d).toMatchObject({ status: 'LIVE', app: { slug } });
       expect(res.stderr).toContain('==> Build succeeded');
@@ -269,7 +272,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const bad = await hatch(env, ['deploy', slug, '--env', 'NOEQUALS']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--env takes KEY=VALUE/);
-      const unknownEgg = await hatch(env, ['deploy', unique('nope')]);
+      const unknownEgg = await hatch(env, ['deploy', unique('nope'), '--no-source']);
       expect(unknownEgg.code).toBe(1);
       expect(unknownEgg.stderr).toMatch(/not found \(NOT_FOUND\)/);
     });

@@ -1,8 +1,9 @@
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Parser } from 'tar';
 
 import { ROOT } from '../support/cli';
 
@@ -15,6 +16,8 @@ export interface CliEnv {
   configDir: string;
   token?: string;
   extra?: Record<string, string>;
+  /** Where the CLI runs (default: the repository). */
+  cwd?: string;
 }
 
 export interface CliResult {
@@ -90,7 +93,7 @@ export class RunningCli {
 const running = new Set<RunningCli>();
 
 export function spawnHatch(e: CliEnv, args: string[], input = ''): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(e), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: e.cwd ?? ROOT, env: childEnv(e), stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end(input);
   const cli = new RunningCli(child);
   running.add(cli);
@@ -188,4 +191,75 @@ export class CuttableProxy {
     this.cutAll();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** A file's content, a symbolic link (`{ link: target }`), an empty folder (`{ dir: true }`), or a file with a mode. */
+export type TreeNode = string | { link: string } | { dir: true } | { body: string; mode: number };
+
+/** Writes a folder tree: paths (with `/`) to what is there; parent folders are made as needed. */
+export function writeTree(root: string, tree: Record<string, TreeNode>): string {
+  for (const [rel, node] of Object.entries(tree)) {
+    const abs = path.join(root, rel);
+    mkdirSync(path.dirname(abs), { recursive: true });
+    if (typeof node === 'string') writeFileSync(abs, node);
+    else if ('link' in node) symlinkSync(node.link, abs);
+    else if ('dir' in node) mkdirSync(abs, { recursive: true });
+    else {
+      writeFileSync(abs, node.body);
+      chmodSync(abs, node.mode);
+    }
+  }
+  return root;
+}
+
+export interface ArchiveEntry {
+  path: string;
+  type: string;
+  mode?: number;
+  mtime?: Date;
+  uid?: number;
+  gid?: number;
+  uname?: string;
+  gname?: string;
+  linkpath?: string;
+  body: string;
+}
+
+/** The entries of a .tar.gz, with their headers and contents, in archive order (tar's own Parser). */
+export async function archiveEntries(tarGz: Buffer | AsyncIterable<Buffer | Uint8Array>): Promise<ArchiveEntry[]> {
+  const entries: ArchiveEntry[] = [];
+  const bodies: Array<Promise<void>> = [];
+  const parser = new Parser({
+    strict: true,
+    onReadEntry: (e) => {
+      const entry: ArchiveEntry = {
+        path: e.path,
+        type: e.type,
+        mode: e.mode,
+        mtime: e.mtime,
+        uid: e.uid,
+        gid: e.gid,
+        uname: e.uname,
+        gname: e.gname,
+        linkpath: e.linkpath,
+        body: '',
+      };
+      entries.push(entry);
+      const chunks: Buffer[] = [];
+      e.on('data', (c: Buffer) => chunks.push(c));
+      bodies.push(new Promise((resolve) => e.on('end', () => resolve(void (entry.body = Buffer.concat(chunks).toString('utf8'))))));
+    },
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    parser.on('end', resolve);
+    parser.on('error', reject);
+  });
+  if (Buffer.isBuffer(tarGz)) parser.end(tarGz);
+  else {
+    for await (const chunk of tarGz) parser.write(Buffer.from(chunk));
+    parser.end();
+  }
+  await done;
+  await Promise.all(bodies);
+  return entries;
 }

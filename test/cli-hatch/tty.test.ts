@@ -3,7 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { DeploymentsDocument } from '../../src/client/generated';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { makeApp, makeUser, TestUser } from '../support/factories';
-import { BIN, parseTable, ROOT, tempDir } from './helpers';
+import { BIN, parseTable, ROOT, tempDir, writeTree } from './helpers';
 
 jest.setTimeout(60_000);
 
@@ -99,7 +99,7 @@ describe('hatch on a terminal (pseudo-terminal via script)', () => {
 
   it('deploy draws a spinner on stderr and colours its output', async () => {
     const slug = (await makeApp(t.url, user)).slug;
-    const res = await hatchOnTty(env(), ['deploy', slug]);
+    const res = await hatchOnTty(env(), ['deploy', slug, '--no-source']);
     expect(res.code).toBe(0);
     await expectBuildStreamed(res.screen, slug);
 
@@ -117,13 +117,41 @@ describe('hatch on a terminal (pseudo-terminal via script)', () => {
 
   it('NO_COLOR turns colour off on a terminal; the build still streams and the spinner still turns', async () => {
     const slug = (await makeApp(t.url, user)).slug;
-    const res = await hatchOnTty(env(), ['deploy', slug], { NO_COLOR: '1' });
+    const res = await hatchOnTty(env(), ['deploy', slug, '--no-source'], { NO_COLOR: '1' });
     expect(res.code).toBe(0);
     expect(res.screen).not.toMatch(SGR);
     await expectBuildStreamed(res.screen, slug);
     const frames = spinnerFrames(res.screen, `Building ${slug}`);
     expect(frames.length).toBeGreaterThanOrEqual(1);
     expect(res.screen).toContain(`${CLEAR_LINE}${FRAMES[0]} Building ${slug}`);
+  });
+
+  it('deploy shows the packing and the upload’s progress on stderr, then one line saying what was uploaded', async () => {
+    // An owner of its own: the table test below counts the shared user's eggs.
+    const owner = await makeUser(t.gateway);
+    const slug = (await makeApp(t.url, owner)).slug;
+    const egg = writeTree(tempDir('hatch-tty-egg-'), { 'package.json': '{}', 'lib/a.js': 'a', 'skip.log': 'x', '.gitignore': '*.log\n' });
+    try {
+      const res = await hatchOnTty({ ...env(), token: owner.token }, ['deploy', slug, '--dir', egg]);
+      expect(res.code).toBe(0);
+      const lines = visibleLines(res.screen);
+      const [, size, source] = /^Uploaded 3 files, (\d+ B) \((src_\w+)\)$/.exec(lines[0])!;
+      const { deployments } = await gqlOk(t.url, owner.token, DeploymentsDocument, { project: slug, status: null, first: 1 });
+      expect(deployments.nodes[0]).toMatchObject({ status: 'LIVE', source });
+      expect(lines.slice(1, 2)).toEqual([`Deploying ${slug}: ${deployments.nodes[0].id}`]);
+      // Drawn in place on the spinner's line: packing, then the upload from 0% to 100%, cleared before the result.
+      const draws = res.screen
+        .split(CLEAR_LINE)
+        .map((d) => d.replace(SGR, ''))
+        .filter((d) => /^\S (Packing|Uploading) /.test(d));
+      // The spinner also redraws every 80 ms: the same text again is the same step.
+      const texts = draws.map((d) => d.slice(2).replace(/ \d+\.\ds(\r\n)?$/, '')).filter((x, i, all) => x !== all[i - 1]);
+      expect(texts[0]).toBe(`Packing ${egg}`);
+      expect(texts.filter((x) => x.startsWith('Uploading'))).toEqual([`Uploading ${size}… 0%`, `Uploading ${size}… 100%`]);
+      expect(res.screen).toMatch(new RegExp(`Uploading ${size}… 100% \\S+${CLEAR_LINE.replace('[', '\\[')}(\x1b\\[[0-9;]*m)*Uploaded 3 files`));
+    } finally {
+      rmSync(egg, { recursive: true, force: true });
+    }
   });
 
   it('tables on a terminal have bold headers and stay aligned; NO_COLOR leaves them plain', async () => {

@@ -20,12 +20,17 @@ const OPERATIONS_DIR = path.join(ROOT, 'src', 'client', 'operations');
 /** The one module that talks to the gateway. */
 const API_FILE = path.join(CLI_DIR, 'api.ts');
 
-/** Packages the CLI may import, and from `graphql` only `print` (no `parse`, no `gql`). */
+/**
+ * Packages the CLI may import, and from `graphql` only `print` (no `parse`, no `gql`); `ignore`
+ * and tar's `Pack` pack the folder `hatch deploy` uploads (pack.ts).
+ */
 const PACKAGES: Record<string, string[] | null> = {
   graphql: ['print'],
   'graphql-ws': null,
   ws: null,
   '@graphql-typed-document-node/core': null,
+  ignore: null,
+  tar: ['Pack'],
 };
 
 interface SendCall {

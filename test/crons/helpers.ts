@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Clock } from '../../src/clock';
 import { CronExpression } from '../../src/modules/crons/cron-expression';
-import { CommandSpec } from '../../src/runtime/runtime.port';
+import { CommandResult, CommandSpec } from '../../src/runtime/runtime.port';
 import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 import { rest, TestGateway } from '../support/gateway';
 import { makeEggWithPeople } from '../support/factories';
@@ -53,7 +53,7 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** How one command ended in the runtime: its exit code, or aborted by the gateway. */
-export type CommandOutcome = { exitCode: number } | { aborted: true };
+export type CommandOutcome = CommandResult | { aborted: true };
 
 /**
  * The simulated runtime (`exit N` exits N, anything else 0), watched by the test: every command is
@@ -71,13 +71,22 @@ export class TrackingRuntime extends SimulatedRuntime {
     super(ds, { buildMs: 150, runtimeLogMs: 60_000, commandMs });
   }
 
-  async runCommand(spec: CommandSpec, signal: AbortSignal): Promise<{ exitCode: number }> {
+  async runCommand(spec: CommandSpec, signal: AbortSignal): Promise<CommandResult> {
     const n = (this.counts.get(spec.slug) ?? 0) + 1;
     this.counts.set(spec.slug, n);
     this.slot(this.starts, spec.slug, n).resolve(spec);
     const end = this.slot(this.ends, spec.slug, n);
     try {
-      if (this.held.has(spec.slug)) await untilAborted(this.gate(spec.slug).promise, signal);
+      if (this.held.has(spec.slug)) {
+        // Held, it is a running command all the same: stopCommand (a cancel, the reaper) stops it.
+        const stop = new AbortController();
+        this.runningRuns.set(spec.runId, stop);
+        try {
+          await untilAborted(this.gate(spec.slug).promise, AbortSignal.any([signal, stop.signal]));
+        } finally {
+          this.runningRuns.delete(spec.runId);
+        }
+      }
       const result = await super.runCommand(spec, signal);
       end.resolve(result);
       return result;

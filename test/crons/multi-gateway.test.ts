@@ -15,6 +15,7 @@ describe('cron scheduling across two gateways', () => {
     t = await startGateway({}, { clock });
     second = buildApp(
       loadConfig({
+        HATCHERY_ROUTER_PORT: '0',
         LOG_LEVEL: 'silent',
         HATCHERY_JOBS: 'off',
         HATCHERY_SIM_BUILD_MS: '150',

@@ -18,6 +18,8 @@ export function restDeployment(d: DeploymentFieldsFragment) {
     memory_mb: d.memoryMb,
     volume_mb: d.volumeMb,
     env_keys: d.envKeys,
+    source: d.source,
+    image: d.image,
     failure_reason: d.failureReason,
   };
 }

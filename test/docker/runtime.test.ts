@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { DockerRuntime, EGG_PORT, imageTag, LABELS } from '../../src/runtime/docker/docker.runtime';
+import { DockerRuntime, EGG_PORT, imageTag, LABELS, volumeName } from '../../src/runtime/docker/docker.runtime';
 import { EggSpec, LogSink, Runtime } from '../../src/runtime/runtime.port';
 import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../support/docker';
 
@@ -38,6 +38,12 @@ describeDocker('the Docker runtime (real Engine)', () => {
       source: archive ? async () => Readable.from(await archive) : null,
       ...over,
     };
+  };
+  const hooks = {
+    wake: () => Promise.resolve(96),
+    asleep: () => Promise.resolve(true),
+    lastActive: () => Promise.resolve(null),
+    lastLineAt: () => Promise.resolve(null),
   };
   const sink = () => {
     const lines: Line[] = [];
@@ -111,7 +117,7 @@ describeDocker('the Docker runtime (real Engine)', () => {
 
     // run() adopts the container the build started (no second one); its lines arrive with the container's timestamps.
     const out = sink();
-    const egg = runtime.run(s, out.log, { wake: () => Promise.resolve(96) });
+    const egg = runtime.run(s, out.log, hooks);
     try {
       const boot = await out.until((l) => l.message === 'booting v1');
       expect(boot.at).toBeInstanceOf(Date);
@@ -133,16 +139,62 @@ describeDocker('the Docker runtime (real Engine)', () => {
       // Detached (the gateway stops): the container goes on; the next run adopts it.
       egg.detach();
       expect((await containers(s.deploymentId)).map((x) => x.State)).toEqual(['running']);
-      const again = runtime.run(s, sink().log, { wake: () => Promise.resolve(96) });
+      const again = runtime.run(s, sink().log, hooks);
       expect(await get(s.deploymentId)).toBe('hello v1 rt-egg\n');
       expect(await containers(s.deploymentId)).toHaveLength(1);
       // Stopped for good (superseded, deleted): no container is left.
-      again.stop();
-      for (let left = await containers(s.deploymentId); left.length > 0; left = await containers(s.deploymentId)) await new Promise((r) => setTimeout(r, 50));
+      await again.stop();
+      expect(await containers(s.deploymentId)).toEqual([]);
     } finally {
-      egg.stop();
+      await egg.stop();
     }
   }, 120_000);
+
+  it('an egg with a volume gets it at /data, and what it writes there outlives its container', async () => {
+    const slug = `rt-vol-${nonce}`;
+    const volume = volumeName(slug);
+    const writer = `require('fs').appendFileSync('/data/boots', 'x'); console.log('boots ' + require('fs').readFileSync('/data/boots', 'utf8').length); require('http').createServer((q, r) => r.end('ok')).listen(process.env.PORT);`;
+    const files = { Dockerfile: `FROM ${base}\nCOPY server.js /app/server.js\nCMD ["node", "/app/server.js"]\n`, 'server.js': writer };
+    try {
+      for (const boots of [1, 2]) {
+        const s = spec(files, { slug, volume: { sizeMb: 64 } });
+        const build = sink();
+        expect(await runtime.build(s, build.log, new AbortController().signal)).toEqual({ ok: true });
+        const [c] = await containers(s.deploymentId);
+        const info = await d.getContainer(c.Id).inspect();
+        expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: volume, Destination: '/data' })]);
+        const out = sink();
+        const egg = runtime.run(s, out.log, hooks);
+        await out.until((l) => l.message === `boots ${boots}`);
+        await egg.stop();
+      }
+    } finally {
+      await d
+        .getVolume(volume)
+        .remove()
+        .catch(() => undefined);
+    }
+  }, 120_000);
+
+  it('a build over HATCHERY_BUILD_TIMEOUT_MS fails saying so; a cancelled one rejects; neither leaves a container or an image', async () => {
+    const slow = { Dockerfile: `FROM ${base}\nRUN echo slow ${nonce} && sleep 30\nCMD ["sleep", "60"]\n` };
+    const quick = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 1500, healthTimeoutMs: 1500 }, fallback);
+    const timed = spec(slow);
+    expect(await quick.build(timed, sink().log, new AbortController().signal)).toEqual({ ok: false, reason: 'build timed out after 1500 ms' });
+    expect(await containers(timed.deploymentId)).toEqual([]);
+    await expect(d.getImage(imageTag(timed)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+
+    // Cancelled (the deployment was deleted) while its step runs.
+    const cancelled = spec(slow);
+    const abort = new AbortController();
+    const out = sink();
+    const building = runtime.build(cancelled, out.log, abort.signal);
+    await out.until((l) => l.message.startsWith('Step 2/'));
+    abort.abort(new Error('deleted'));
+    await expect(building).rejects.toThrow('deleted');
+    expect(await containers(cancelled.deploymentId)).toEqual([]);
+    await expect(d.getImage(imageTag(cancelled)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  }, 60_000);
 
   it('a source with neither a Dockerfile nor a package.json fails, saying so', async () => {
     const build = sink();

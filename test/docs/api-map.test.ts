@@ -6,6 +6,7 @@ import { renderApiMap, spliceGenerated, BEGIN, END } from '../../scripts/api-map
 import { buildGatewaySchema } from '../../src/graphql/schema';
 import { buildOpenApi } from '../../src/rest/openapi';
 import { routes } from '../../src/rest/routes';
+import { uploads } from '../../src/rest/uploads';
 
 /**
  * docs/api.md's REST ↔ GraphQL map is generated from the route table (`npm run docs`), and
@@ -36,15 +37,19 @@ describe('docs/api.md: the generated REST ↔ GraphQL map', () => {
     expect(spliceGenerated(committed, map)).toBe(committed);
   });
 
-  it('has one row per route, and names every root operation either as a route’s twin or as GraphQL-only', () => {
-    for (const r of routes) expect(rowOf(r.method, r.path)).toContain(`| \`${r.since}\` |`);
+  it('has one row per route and per upload, and names every root operation either as a route’s twin, an upload’s reader or as GraphQL-only', () => {
+    for (const r of [...routes, ...uploads]) expect(rowOf(r.method, r.path)).toContain(`| \`${r.since}\` |`);
     const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()].flatMap((t) => Object.keys(t?.getFields() ?? {}));
     for (const name of roots) expect(map).toMatch(new RegExp(`\`${name}[(\` ]`));
   });
 
   it('renders a route’s body, query, header, twin and statuses', () => {
     expect(rowOf('POST', '/deploy')).toBe(
-      '| `POST /deploy` `{project, env?}` + `Idempotency-Key` header | `deploy(input: {project, env}, idempotencyKey)` | 201, `Deployment` | `2026-01-15` |',
+      '| `POST /deploy` `{project, env?, source?, image?}` + `Idempotency-Key` header | `deploy(input: {project, env, source, image}, idempotencyKey)` | 201, `Deployment` | `2026-01-15` |',
+    );
+    // A binary upload has no GraphQL twin; its row says so and names the query that reads what it stored.
+    expect(rowOf('POST', '/v1/apps/:slug/sources')).toBe(
+      '| `POST /v1/apps/:slug/sources` `application/gzip` body | none: GraphQL has no binary upload; read it with `source(app, id)` | 200 `Source`: The egg already had these exact bytes: that source; 201 `Source`: Stored | `2026-01-15` |',
     );
     expect(rowOf('GET', '/deployments/:id/logs')).toContain('| `deployment(id) { logs(type, since, first, after) }` |');
     expect(rowOf('PATCH', '/apps/:slug/resources')).toContain('(owner only)');
@@ -61,6 +66,10 @@ describe('docs/api.md: the generated REST ↔ GraphQL map', () => {
     expect(without).not.toContain('`DELETE /v1/apps/:slug/crons/:id`');
     expect(without).toMatch(/\| mutations \| .*`deleteCron\(/);
     expect(spliceGenerated(committed, without)).not.toBe(committed);
+    // Without the upload, its row goes and its reader becomes a GraphQL-only query.
+    const noUploads = renderApiMap(doc, routes, schema, []);
+    expect(noUploads).not.toContain('`POST /v1/apps/:slug/sources`');
+    expect(noUploads).toMatch(/\| queries \| .*`source\(/);
 
     const renamed = routes.map((r) => (r === deleteCron ? { ...r, since: '2026-09-01' as const } : r));
     expect(renderApiMap(doc, renamed, schema)).not.toBe(map);

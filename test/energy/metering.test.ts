@@ -62,6 +62,31 @@ describe('metering of live deployments', () => {
     expect(await chargedTo(user, id)).toBe(6);
   });
 
+  it('a sleeping egg is not metered: the minutes it slept are skipped when it wakes; a request after idleSince keeps it awake', async () => {
+    const user = await makeUser(t.gateway);
+    const { slug } = await makeApp(t.url, user);
+    const id = await liveDeployment(user, slug);
+    const deployments = t.gateway.services.deployments;
+
+    clock.advance(MINUTE + 30_000);
+    expect(await t.gateway.services.energy.meter()).toBe(1);
+    // A request just now: idle since before it is not idle.
+    await deployments.touch([id]);
+    expect(await deployments.markAsleep(id, new Date(clock.now().getTime() - 1000))).toBe(false);
+    expect(await deployments.markAsleep(id, clock.now())).toBe(true);
+    // Asleep: nothing is charged however long it sleeps.
+    clock.advance(30 * MINUTE);
+    expect(await t.gateway.services.energy.meter()).toBe(0);
+    expect(await chargedTo(user, id)).toBe(1);
+    // Woken: the 30 s it ran before sleeping and 30 s after make one more minute.
+    expect((await deployments.wakeForRequest(id))?.deploymentId).toBe(id);
+    clock.advance(29_999);
+    expect(await t.gateway.services.energy.meter()).toBe(0);
+    clock.advance(1);
+    expect(await t.gateway.services.energy.meter()).toBe(1);
+    expect(await chargedTo(user, id)).toBe(2);
+  });
+
   it('meters only the egg’s current live deployment, not an older live one', async () => {
     const user = await makeUser(t.gateway);
     const { slug } = await makeApp(t.url, user);

@@ -2,6 +2,8 @@ import { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { getNamedType, GraphQLField, GraphQLObjectType, isCompositeType, isInputObjectType, parse } from 'graphql';
 import { buildGatewaySchema } from '../../src/graphql/schema';
 import { Route, routes } from '../../src/rest/routes';
+import { uploads } from '../../src/rest/uploads';
+import { helloEgg, upload } from '../sources/helpers';
 import { TestUser } from '../support/factories';
 import { collect, rest, startGateway, TestGateway, wsClient } from '../support/gateway';
 import { furnish, Furnished, snapshot } from './helpers';
@@ -36,10 +38,16 @@ const restFixtures: Record<string, (f: Furnished) => RestFixture> = {
   'GET /v1/apps/:slug/crons': (f) => ({ path: `/v1/apps/${f.slug}/crons` }),
   'DELETE /v1/apps/:slug/crons/:id': (f) => ({ path: `/v1/apps/${f.slug}/crons/${f.cronId}` }),
   'GET /v1/apps/:slug/crons/:id/runs': (f) => ({ path: `/v1/apps/${f.slug}/crons/${f.cronId}/runs` }),
+  'POST /v1/apps/:slug/crons/:id/runs/:run/cancel': (f) => ({ path: `/v1/apps/${f.slug}/crons/${f.busyCronId}/runs/${f.busyRunId}/cancel` }),
   'POST /v1/apps/:slug/webhooks': (f) => ({ path: `/v1/apps/${f.slug}/webhooks`, body: { url: 'https://hooks.invalid/authz', events: ['deploy'] } }),
   'GET /v1/apps/:slug/webhooks': (f) => ({ path: `/v1/apps/${f.slug}/webhooks` }),
   'DELETE /v1/apps/:slug/webhooks/:id': (f) => ({ path: `/v1/apps/${f.slug}/webhooks/${f.webhookId}` }),
   'POST /v1/apps/:slug/webhooks/:id/test': (f) => ({ path: `/v1/apps/${f.slug}/webhooks/${f.webhookId}/test` }),
+};
+
+/** Per binary upload (src/rest/uploads.ts): the egg it names and a body to send. */
+const uploadFixtures: Record<string, (f: Furnished) => { slug: string; body: Buffer }> = {
+  'POST /v1/apps/:slug/sources': (f) => ({ slug: f.slug, body: helloEgg('authz matrix') }),
 };
 
 /** Arguments of each scoped root field, pointing at the furnished egg's things. */
@@ -53,11 +61,14 @@ const gqlFixtures: Record<string, (f: Furnished) => Record<string, unknown>> = {
   'Query.previews': (f) => ({ app: f.slug }),
   'Query.volume': (f) => ({ app: f.slug }),
   'Query.webhooks': (f) => ({ app: f.slug }),
+  'Query.sources': (f) => ({ app: f.slug }),
+  'Query.source': (f) => ({ app: f.slug, id: f.sourceId }),
   'Mutation.addCollaborator': (f) => ({ app: f.slug, email: f.spare.email }),
   'Mutation.removeCollaborator': (f) => ({ app: f.slug, email: f.collaborator.email }),
   'Mutation.createCron': (f) => ({ app: f.slug, input: { schedule: '*/5 * * * *', command: 'echo x' } }),
   'Mutation.deleteCron': (f) => ({ app: f.slug, id: f.cronId }),
   'Mutation.runCronNow': (f) => ({ app: f.slug, id: f.cronId }),
+  'Mutation.cancelCronRun': (f) => ({ app: f.slug, id: f.busyCronId, run: f.busyRunId }),
   'Mutation.setCronEnabled': (f) => ({ app: f.slug, id: f.cronId, enabled: false }),
   'Mutation.deploy': (f) => ({ input: { project: f.slug, env: { A: '1' } } }),
   'Mutation.redeploy': (f) => ({ id: f.deployments[0] }),
@@ -128,14 +139,21 @@ describe('authorization matrix', () => {
 
   beforeAll(async () => {
     // The outbox stays pending (no worker): nothing in the background changes the database.
-    t = await startGateway({ HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid', HATCHERY_WEBHOOK_WORKER: 'off', HATCHERY_SIM_RUNTIME_LOG_MS: '3600000' });
+    // Commands last an hour: the furnished cron run is still running when it is cancelled.
+    t = await startGateway({
+      HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid',
+      HATCHERY_WEBHOOK_WORKER: 'off',
+      HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+      HATCHERY_SIM_COMMAND_MS: '3600000',
+    });
   });
   afterAll(() => t.stop());
 
   const key = (r: Route) => `${r.method} ${r.path}`;
 
-  it('has a REST fixture for every route and a GraphQL fixture for every scoped root field', () => {
+  it('has a REST fixture for every route and every upload and a GraphQL fixture for every scoped root field', () => {
     expect(Object.keys(restFixtures).sort()).toEqual(routes.map(key).sort());
+    expect(Object.keys(uploadFixtures).sort()).toEqual(uploads.map((u) => `${u.method} ${u.path}`).sort());
     expect(Object.keys(gqlFixtures).sort()).toEqual(scopedFields.map((f) => f.key).sort());
     // The walk found what it should: it is not vacuous.
     expect(scopedFields.length).toBeGreaterThanOrEqual(30);
@@ -194,6 +212,20 @@ describe('authorization matrix', () => {
       expected[key(route)] = 'ok';
     }
     expect(owned).toEqual(expected);
+  });
+
+  it('REST uploads: a stranger gets 404 and nothing changes; a collaborator and the owner succeed', async () => {
+    const f = await furnish(t);
+    for (const u of uploads) {
+      const fx = uploadFixtures[`${u.method} ${u.path}`](f);
+      const before = await snapshot(t.gateway.ds);
+      const s = await upload(t, f.stranger.token, fx.slug, fx.body);
+      expect([s.status, s.body.code]).toEqual([404, 'not_found']);
+      expect(JSON.stringify(s.body)).not.toMatch(/owner|collaborat|forbidden/i);
+      expect(await snapshot(t.gateway.ds)).toEqual(before);
+      expect((await upload(t, f.collaborator.token, fx.slug, fx.body)).status).toBe(201);
+      expect((await upload(t, f.owner.token, fx.slug, fx.body)).status).toBe(200);
+    }
   });
 
   async function gqlAs(user: TestUser, kind: string, field: GraphQLField<unknown, unknown>, args: Record<string, unknown>): Promise<Outcome> {

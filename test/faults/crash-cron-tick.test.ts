@@ -66,6 +66,7 @@ describe('crash: SIGKILL in the middle of a cron scheduler tick', () => {
     // Owners, eggs and energy accounts, made by an in-process gateway that never ticks.
     const setup = buildApp(
       loadConfig({
+        HATCHERY_ROUTER_PORT: '0',
         LOG_LEVEL: 'silent',
         HATCHERY_JOBS: 'off',
         HATCHERY_CRON_TICK_MS: '0',

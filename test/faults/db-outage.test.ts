@@ -34,6 +34,7 @@ describe('a database that goes away and comes back', () => {
     pg = await startEmbeddedPostgres(dir);
     gateway = buildApp(
       loadConfig({
+        HATCHERY_ROUTER_PORT: '0',
         LOG_LEVEL: 'silent',
         HATCHERY_SIM_BUILD_MS: '150',
         HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',

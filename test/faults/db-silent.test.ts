@@ -36,6 +36,7 @@ describe('a database that stops answering (connections open, nothing comes back)
     await proxy.listen();
     gateway = buildApp(
       loadConfig({
+        HATCHERY_ROUTER_PORT: '0',
         LOG_LEVEL: 'silent',
         HATCHERY_ENCRYPTION_KEY: TEST_KEY,
         HATCHERY_JOBS: 'off',

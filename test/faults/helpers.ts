@@ -1,9 +1,10 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import fc from 'fast-check';
 import { DataSource } from 'typeorm';
-import { AddCollaboratorDocument, CreateApiTokenDocument } from '../../src/client/generated';
+import { AddCollaboratorDocument, CreateApiTokenDocument, RunCronNowDocument } from '../../src/client/generated';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { gqlOk, rest, TEST_KEY, TestGateway } from '../support/gateway';
+import { helloEgg, upload } from '../sources/helpers';
 
 import { ROOT } from '../support/cli';
 
@@ -119,8 +120,13 @@ export interface Furnished {
   webhookId: string;
   deliveryId: string;
   cronId: string;
+  /** A cron whose run `busyRunId` was started by run-now (still running where commands take long). */
+  busyCronId: string;
+  busyRunId: string;
   pr: number;
   spareTokenId: string;
+  /** An uploaded source of the egg. */
+  sourceId: string;
 }
 
 export async function furnish(t: TestGateway): Promise<Furnished> {
@@ -133,6 +139,8 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
   // The stranger owns an egg of their own: being signed in and owning things must not help.
   await makeApp(t.url, stranger);
 
+  const source = await upload(t, owner.token, slug, helloEgg('furnished'));
+  if (source.status !== 201) throw new Error(`source: ${source.status} ${JSON.stringify(source.body)}`);
   const hook = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, { url: 'https://hooks.invalid/faults', events: ['deploy'] });
   if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
   const deployments: string[] = [];
@@ -148,6 +156,10 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
   if (prv.status !== 201) throw new Error(`preview: ${prv.status}`);
   const cron = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'echo hi' });
   if (cron.status !== 201) throw new Error(`cron: ${cron.status}`);
+  // A second cron with a run in progress (where the gateway's commands last long enough), to cancel.
+  const busy = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/crons`, { schedule: '0 * * * *', command: 'sleep on it' });
+  if (busy.status !== 201) throw new Error(`cron: ${busy.status}`);
+  const busyRun = (await gqlOk(t.url, owner.token, RunCronNowDocument, { app: slug, id: busy.body.id })).runCronNow;
   const token = await gqlOk(t.url, owner.token, CreateApiTokenDocument, { name: 'spare' });
 
   // Quiet: the preview's build has ended, the current deployment's start lines are stored.
@@ -175,8 +187,11 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
     webhookId: hook.body.id,
     deliveryId: delivery.id,
     cronId: cron.body.id,
+    busyCronId: busy.body.id,
+    busyRunId: busyRun.id,
     pr,
     spareTokenId: token.createApiToken.apiToken.id,
+    sourceId: source.body.id,
   };
 }
 

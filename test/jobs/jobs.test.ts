@@ -14,6 +14,7 @@ describe('pg-boss jobs', () => {
       { name: 'energy-meter', cron: '* * * * *' },
       { name: 'previews-expire', cron: '* * * * *' },
       { name: 'previews-reclaim', cron: '* * * * *' },
+      { name: 'sources-prune', cron: '* * * * *' },
       { name: 'volumes-erase', cron: '* * * * *' },
       { name: 'webhooks-deliver', cron: '* * * * *' },
     ]);

@@ -43,11 +43,11 @@ class LifecycleRuntime extends GatedRuntime {
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
     const egg = super.run(spec, log, hooks);
     this.serving.set(spec.slug, spec.deploymentId);
-    const stop = () => {
-      egg.stop();
+    const stop = async () => {
+      await egg.stop();
       if (this.serving.get(spec.slug) === spec.deploymentId) this.serving.delete(spec.slug);
     };
-    return { stop, detach: stop };
+    return { stop, detach: () => void stop() };
   }
 }
 

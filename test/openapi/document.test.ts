@@ -4,6 +4,7 @@ import addFormats from 'ajv-formats';
 import { buildGatewaySchema } from '../../src/graphql/schema';
 import { buildOpenApi, JsonSchema, OpenApiDocument, OpenApiOperation } from '../../src/rest/openapi';
 import { API_RELEASES, LATEST_RELEASE, Route, routes } from '../../src/rest/routes';
+import { uploads } from '../../src/rest/uploads';
 import { startGateway, TestGateway } from '../support/gateway';
 
 const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
@@ -82,7 +83,7 @@ describe('GET /openapi.json', () => {
 
   it('describes every route row: method, path, parameters, body fields, statuses, release', () => {
     const documented = Object.values(doc.paths).reduce((n, methods) => n + Object.keys(methods).length, 0);
-    expect(documented).toBe(routes.length);
+    expect(documented).toBe(routes.length + uploads.length);
     for (const route of routes) {
       const op = operationOf(doc, route);
       expect(op ? rowKey(route) : `${rowKey(route)} missing`).toBe(rowKey(route));
@@ -110,6 +111,36 @@ describe('GET /openapi.json', () => {
       expect(errors.includes('415')).toBe(route.body !== undefined);
       expect(errors.includes('403')).toBe(route.ownerOnly === true);
     }
+  });
+
+  it('describes each binary upload: its media type as the body, its statuses, and the GraphQL query that reads what it stored', () => {
+    expect(uploads.map((u) => `${u.method} ${u.path}`)).toEqual(['POST /v1/apps/:slug/sources']);
+    for (const upload of uploads) {
+      const op = doc.paths[openApiPath(upload.path)][upload.method.toLowerCase()];
+      expect(op.summary).toBe(upload.summary);
+      expect(op['x-hatchery-since']).toBe(upload.since);
+      expect(op['x-graphql-operation']).toBe('RestSource');
+      expect(op.description).toMatch(/No GraphQL twin: GraphQL has no binary upload\. GraphQL reads what it stored: `query \{ source \}`/);
+      expect(op.tags).toEqual(['Sources']);
+      const params = parameters(doc, op);
+      expect(params.map((p) => [p.name, p.in])).toEqual([
+        ['slug', 'path'],
+        ['API-Version', 'header'],
+      ]);
+      expect(op.requestBody).toMatchObject({
+        required: true,
+        content: { 'application/gzip': { schema: { type: 'string', contentMediaType: 'application/gzip' } } },
+      });
+      expect(Object.keys((op.requestBody as { content: object }).content)).toEqual(['application/gzip']);
+      for (const status of ['200', '201'])
+        expect((op.responses[status] as { content: Record<string, { schema: JsonSchema }> }).content['application/json'].schema).toEqual({
+          $ref: '#/components/schemas/Source',
+        });
+      expect(Object.keys(op.responses).sort()).toEqual(['200', '201', '400', '401', '404', '408', '413', '415', '422', '429', '500', '503']);
+      expect(resolve(doc, op.responses['413']).description).toMatch(/HATCHERY_SOURCE_MAX_MB/);
+      expect(resolve(doc, op.responses['415']).description).toMatch(/magic bytes/);
+    }
+    expect(doc.components.schemas.Source).toMatchObject({ required: ['id', 'sha256', 'size_bytes', 'created_at'], additionalProperties: false });
   });
 
   it('derives bodies and parameters from the GraphQL input types', () => {
@@ -165,7 +196,11 @@ describe('GET /openapi.json', () => {
     expect(resolve(doc, { $ref: '#/components/responses/Problem401' }).headers).toHaveProperty('WWW-Authenticate');
     expect(resolve(doc, { $ref: '#/components/responses/Problem429' }).headers).toHaveProperty('Retry-After');
     const later = routes.filter((r) => r.since !== API_RELEASES[0]);
-    expect(later.map(rowKey).sort()).toEqual(['PATCH /apps/:slug/resources', 'POST /billing/energy-pack/checkout']);
+    expect(later.map(rowKey).sort()).toEqual([
+      'PATCH /apps/:slug/resources',
+      'POST /billing/energy-pack/checkout',
+      'POST /v1/apps/:slug/crons/:id/runs/:run/cancel',
+    ]);
     for (const r of later) expect(operationOf(doc, r).description).toMatch(/earlier API release.*404/);
   });
 });

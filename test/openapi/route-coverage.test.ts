@@ -1,10 +1,12 @@
 import { routes } from '../../src/rest/routes';
+import { uploads } from '../../src/rest/uploads';
 import { startGateway, TestGateway } from '../support/gateway';
 
 /**
  * Every route the gateway registers with Fastify, recorded by an `onRoute` hook added to each
  * Fastify instance as it is created (the real Fastify, only observed). The OpenAPI document is
- * generated from the REST route table, so a REST endpoint registered outside that table would be
+ * generated from the REST route table and the binary uploads (src/rest/uploads.ts: bodies a
+ * GraphQL operation cannot carry), so a REST endpoint registered outside those would be
  * undocumented, and the suite-wide response check (test/support/openapi-check.ts) would skip it.
  */
 const mockRegistered: Array<{ method: string; url: string }> = [];
@@ -39,7 +41,7 @@ const NOT_REST: Record<string, string> = {
 
 const key = (method: string, url: string) => `${method} ${url}`;
 
-describe('the REST route table covers every REST route the server registers', () => {
+describe('the REST route table and the uploads cover every REST route the server registers', () => {
   let t: TestGateway;
   let registered: string[];
 
@@ -58,9 +60,9 @@ describe('the REST route table covers every REST route the server registers', ()
     expect(health.status).toBe(200);
   });
 
-  it('every registered route is a row of the route table or on the explicit non-API list, once', () => {
+  it('every registered route is a row of the route table, an upload or on the explicit non-API list, once', () => {
     expect(registered.length).toBe(new Set(registered).size);
-    const table = routes.map((r) => key(r.method, r.path));
+    const table = [...routes, ...uploads].map((r) => key(r.method, r.path));
     expect(table.length).toBe(new Set(table).size);
     const rest = registered.filter((k) => !(k in NOT_REST));
     expect(rest.sort()).toEqual([...table].sort());
@@ -68,7 +70,7 @@ describe('the REST route table covers every REST route the server registers', ()
 
   it('the non-API list names only routes that exist, none of them in the route table or the OpenAPI document', async () => {
     for (const k of Object.keys(NOT_REST)) expect([k, registered.includes(k)]).toEqual([k, true]);
-    const table = new Set(routes.map((r) => key(r.method, r.path)));
+    const table = new Set([...routes, ...uploads].map((r) => key(r.method, r.path)));
     for (const k of Object.keys(NOT_REST)) expect([k, table.has(k)]).toEqual([k, false]);
     const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     const documented = Object.entries(doc.paths).flatMap(([p, methods]) =>

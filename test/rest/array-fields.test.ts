@@ -35,7 +35,7 @@ function arrayFields(doc: OpenApiDocument): ArrayField[] {
         const schema = p.schema as JsonSchema;
         if (p.in === 'query' && isArray(schema)) found.push({ method, path, where: 'query', name: p.name as string, items: schema.items as JsonSchema });
       }
-      const body = (op.requestBody as { content: Record<string, { schema: JsonSchema }> } | undefined)?.content['application/json'].schema;
+      const body = (op.requestBody as { content: Record<string, { schema: JsonSchema }> } | undefined)?.content['application/json']?.schema;
       for (const [name, prop] of Object.entries((body?.properties ?? {}) as Record<string, JsonSchema>)) {
         if (isArray(prop)) found.push({ method, path, where: 'body', name, items: prop.items as JsonSchema });
       }

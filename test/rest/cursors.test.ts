@@ -14,7 +14,7 @@ import { expectInvalid } from './problem';
  * naming `after`. The tables below are checked against the route table and the schema, so a
  * new paged list must be added here.
  */
-type Kind = 'seq' | 'dep' | 'cron' | 'run' | 'tok' | 'app' | 'led' | 'whd';
+type Kind = 'seq' | 'dep' | 'cron' | 'run' | 'tok' | 'app' | 'led' | 'whd' | 'src';
 
 const b64 = (key: string) => Buffer.from(key, 'utf8').toString('base64url');
 const SUFFIX = newId('dep').slice('dep_'.length);
@@ -65,6 +65,7 @@ const GQL_LISTS: Record<string, { kind: Kind; query: string }> = {
   },
   'Query.energyLedger': { kind: 'led', query: 'query($after: String) { energyLedger(after: $after) { nodes { id } } }' },
   'Webhook.deliveries': { kind: 'whd', query: 'query($slug: String!, $after: String) { webhooks(app: $slug) { deliveries(after: $after) { nodes { id } } } }' },
+  'Query.sources': { kind: 'src', query: 'query($slug: String!, $after: String) { sources(app: $slug, after: $after) { nodes { id } } }' },
 };
 
 describe('forged cursors', () => {

@@ -13,7 +13,7 @@ const view = new SchemaView(schema);
 describe('a resource declaration', () => {
   it('selects every field it presents, nested objects inside their field', () => {
     expect(Deployment.fragment).toBe(
-      'fragment RestDeployment on Deployment { id app { slug } status url createdAt updatedAt finishedAt memoryMb volumeMb envKeys failureReason }',
+      'fragment RestDeployment on Deployment { id app { slug } status url createdAt updatedAt finishedAt memoryMb volumeMb envKeys source image failureReason }',
     );
     expect(Cron.selection).toBe('id schedule command enabled createdAt nextRunAt lastRun { id status exitCode scheduledAt startedAt finishedAt }');
     expect(CreatedWebhook.selection).toBe('webhook { id url events active createdAt } secret');

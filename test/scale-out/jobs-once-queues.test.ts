@@ -15,11 +15,13 @@ import { SimulatedRuntime } from '../../src/runtime/simulated.runtime';
 import { rest, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
 import { until } from '../faults/helpers';
+import { helloEgg, upload } from '../sources/helpers';
 
 /**
  * "Every job runs once" with several gateways on one database, for the pg-boss queues other than
  * the energy meter (test/scale-out/jobs-once.test.ts): deployments-reclaim, previews-reclaim,
- * previews-expire, volumes-erase and webhooks-deliver (every queue src/app.ts hands to src/jobs).
+ * previews-expire, volumes-erase, webhooks-deliver and sources-prune (every queue src/app.ts hands
+ * to src/jobs).
  *
  * Two gateways (`a`, `b`, both with HATCHERY_JOBS on) share a database, a ManualClock and, through
  * their runtimes, one record of what the runtime was asked to do (builds, volume erasures, preview
@@ -42,7 +44,7 @@ import { until } from '../faults/helpers';
  */
 
 type Side = 'a' | 'b' | 'c';
-const QUEUES = ['deployments-reclaim', 'previews-reclaim', 'previews-expire', 'volumes-erase', 'webhooks-deliver'] as const;
+const QUEUES = ['deployments-reclaim', 'previews-reclaim', 'previews-expire', 'volumes-erase', 'webhooks-deliver', 'sources-prune'] as const;
 type Queue = (typeof QUEUES)[number];
 
 const HOUR_MS = 3600 * 1000;
@@ -214,6 +216,7 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     watch('previews-expire', side, s.previews, 'expire');
     watch('volumes-erase', side, s.volumes, 'eraseExpired');
     watch('webhooks-deliver', side, s.webhooks, 'deliverDue');
+    watch('sources-prune', side, s.sources, 'prune');
   }
 
   const q = <T = Record<string, any>>(sql: string, params: unknown[] = []): Promise<T[]> => t.gateway.ds.query(sql, params);
@@ -743,5 +746,28 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     ).toEqual(rows.map((r) => r.message_id).sort());
     const after = await q('SELECT status, attempts, lease_until FROM webhook_deliveries WHERE webhook_id = ANY($1)', [hooks]);
     expect(after).toEqual(rows.map(() => ({ status: 'succeeded', attempts: 1, lease_until: null })));
+  });
+
+  // Last: it moves the shared clock a day ahead.
+  it('sources-prune: every prunable source is removed once (the two gateways’ removals add up); referenced, young and newest ones are kept', async () => {
+    const owner = await makeUser(t.gateway);
+    const { slug } = await makeApp(t.url, owner);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await upload(t, owner.token, slug, helloEgg(`prune-${i}`))).body.id);
+    const [referenced, ...prunable] = ids;
+    expect((await rest(t.url, owner.token, 'POST', '/deploy', { project: slug, source: referenced })).status).toBe(201);
+    clock.advance(DAY_MS + 60_000); // past HATCHERY_SOURCE_RETENTION_MS's default, 24 h
+    const newest = (await upload(t, owner.token, slug, helloEgg('prune-newest'))).body.id;
+
+    // Runs take sources with SKIP LOCKED, so holding the rows would only make them skip: the test
+    // holds the table against row locks instead, and both runs start taking together.
+    const worked = await round('sources-prune', { sql: 'LOCK TABLE sources IN EXCLUSIVE MODE', params: [], rows: null });
+    expect(worked.map((r) => r.side).sort()).toEqual(['a', 'b']);
+    expect(sum(worked)).toBe(prunable.length);
+    const left = await q<{ id: string }>('SELECT id FROM sources WHERE id = ANY($1) ORDER BY id', [[...ids, newest]]);
+    expect(left.map((r) => r.id)).toEqual([referenced, newest].sort());
+
+    const again = await round('sources-prune');
+    expect(again.map((r) => r.result)).toEqual([0, 0]);
   });
 });

@@ -42,6 +42,7 @@ describe('services called with an actor, without any transport', () => {
       baseUrl,
       crons: { missedAfterMs: config.cronMissedAfterMs, runTimeoutMs: config.cronRunTimeoutMs },
       limits: config.limits,
+      sources: config.sources,
       webhooks: config.webhooks,
       onError: (err) => {
         throw err;

@@ -15,8 +15,8 @@ export const describeDocker = dockerHere ? describe : describe.skip;
 
 export const docker = () => new Docker({ socketPath: DEFAULT_SOCKET });
 
-/** The base image of test eggs: this machine's own node, the libraries it needs and busybox, imported (no registry needed). */
-export const NODE_IMAGE = `hatchery-test-node:${process.version.slice(1)}`;
+/** The base image of test eggs: this machine's own node and npm, the libraries node needs and busybox, imported (no registry needed). */
+export const NODE_IMAGE = `hatchery-test-node:${process.version.slice(1)}-npm`;
 
 /** Builds NODE_IMAGE from the machine's files unless the Engine has it. */
 export async function ensureNodeImage(d: Docker): Promise<string> {
@@ -39,6 +39,12 @@ export async function ensureNodeImage(d: Docker): Promise<string> {
     mkdirSync(path.join(root, 'usr/local/bin'), { recursive: true });
     if (node !== '/usr/local/bin/node') symlinkSync(node, path.join(root, 'usr/local/bin/node'));
     for (const lib of execFileSync('ldd', [node], { encoding: 'utf8' }).match(/\/\S+/g) ?? []) copy(lib);
+    // npm, for the Node image generated for a package.json (`npm install`, `npm start`); nothing to fetch for an egg without dependencies.
+    const npm = path.dirname(path.dirname(realpathSync(execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim())));
+    cpSync(npm, path.join(root, 'usr/local/lib/node_modules/npm'), { recursive: true });
+    symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', path.join(root, 'usr/local/bin/npm'));
+    mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+    symlinkSync('/bin/busybox', path.join(root, 'usr/bin/env'));
     mkdirSync(path.join(root, 'bin'), { recursive: true });
     cpSync(busybox, path.join(root, 'bin/busybox'));
     for (const applet of ['sh', 'ls', 'cat', 'echo', 'env', 'mkdir', 'rm', 'sleep', 'true', 'false']) symlinkSync('busybox', path.join(root, 'bin', applet));
@@ -49,7 +55,14 @@ export async function ensureNodeImage(d: Docker): Promise<string> {
     const [repo, tag] = NODE_IMAGE.split(':');
     const stream = await d.importImage(
       tar.c({ cwd: root, portable: false }, ['.']) as unknown as NodeJS.ReadableStream,
-      { repo, tag, changes: ['ENV PATH=/usr/local/bin:/usr/bin:/bin'] } as object,
+      {
+        repo,
+        tag,
+        changes: [
+          'ENV PATH=/usr/local/bin:/usr/bin:/bin',
+          'ENV npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false npm_config_offline=true',
+        ],
+      } as object,
     );
     await new Promise<void>((resolve, reject) => d.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())));
     return NODE_IMAGE;

@@ -28,6 +28,7 @@ export async function startGateway(env: Record<string, string> = {}, opts: Build
     HATCHERY_SIM_RUNTIME_LOG_MS: '60000',
     HATCHERY_SIM_COMMAND_MS: '20',
     HATCHERY_CRON_TICK_MS: '0',
+    HATCHERY_ROUTER_PORT: '0',
     HATCHERY_ENCRYPTION_KEY: TEST_KEY,
     HOST: '127.0.0.1',
     // Suites fire many requests per token; test/abuse sets its own low limits.

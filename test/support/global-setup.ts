@@ -33,6 +33,8 @@ export default async function globalSetup(): Promise<void> {
   // Gateways the suites start as processes run eggs on the simulated runtime, whether or not a
   // Docker Engine answers here; test/docker starts its own on Docker.
   process.env.HATCHERY_RUNTIME ??= 'simulated';
+  // Gateways in tests serve eggs on a free port, never 8080 (several run at once).
+  process.env.HATCHERY_ROUTER_PORT ??= '0';
   process.env.HATCHERY_TEST_TEMPLATE = template;
 }
 

@@ -1,7 +1,10 @@
 /**
  * The gateway as the CLI sees it: typed operations from src/client/generated.ts, sent over
- * GraphQL HTTP (queries, mutations) and graphql-ws (subscriptions, with reconnect-and-resume).
+ * GraphQL HTTP (queries, mutations) and graphql-ws (subscriptions, with reconnect-and-resume),
+ * and the one REST call GraphQL cannot carry: a source upload (a binary body).
  */
+import { createReadStream } from 'node:fs';
+import { Readable, Transform } from 'node:stream';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { createClient } from 'graphql-ws';
@@ -51,6 +54,40 @@ function toServerErrors(raw: unknown): ServerError[] {
     };
   });
 }
+
+/** REST problem codes as the GraphQL `extensions.code` of the same error (docs/api.md's table). */
+const REST_CODES: Record<string, string> = { unauthorized: 'UNAUTHENTICATED', validation_failed: 'BAD_USER_INPUT', internal_error: 'INTERNAL_SERVER_ERROR' };
+
+/** A REST problem body (RFC 9457) as the errors GraphQL would have given. */
+function problemErrors(body: unknown, status: number): ServerError[] | null {
+  const p = body as { detail?: unknown; title?: unknown; code?: unknown; errors?: unknown } | null;
+  if (!p || typeof p !== 'object' || typeof p.code !== 'string') return null;
+  const fields = Array.isArray(p.errors)
+    ? (p.errors as Array<Record<string, unknown>>)
+        .filter((f) => f && typeof f.field === 'string')
+        .map((f) => ({ field: f.field as string, message: typeof f.message === 'string' ? f.message : '' }))
+    : [];
+  const message = typeof p.detail === 'string' ? p.detail : typeof p.title === 'string' ? p.title : `HTTP ${status}`;
+  return [{ message, code: REST_CODES[p.code] ?? p.code.toUpperCase(), fields }];
+}
+
+/** A stored source, as `POST /v1/apps/{slug}/sources` answers it. */
+export interface UploadedSource {
+  id: string;
+  sha256: string;
+  size_bytes: number;
+  created_at: string;
+}
+
+export interface UploadOptions {
+  /** Told the bytes handed to the connection so far, as they go. */
+  onProgress?(sent: number, total: number): void;
+  /** Told about a busy gateway (429, 503) before the upload is tried again. */
+  onNotice?(message: string): void;
+}
+
+/** Times a busy gateway (429 or 503 with Retry-After) is asked again before giving up. */
+const UPLOAD_RETRIES = 5;
 
 const USER_AGENT = 'hatch-cli/0.1';
 
@@ -112,6 +149,73 @@ export class HatchApi {
     if (body.errors) throw new ApiError(toServerErrors(body.errors));
     if (!body.data) throw new TransportError(`${this.graphqlUrl} answered HTTP ${res.status} without data`);
     return body.data;
+  }
+
+  /**
+   * Uploads a .tar.gz (`file`, `bytes` long) as a source of the egg `slug`: `created` false when
+   * the egg already had these bytes. The file is streamed, with its length declared, so a gateway
+   * refuses one over its limit before it is sent. A refusal is an ApiError with the server's
+   * message and fields; a busy gateway (429, 503) is asked again after its Retry-After.
+   */
+  async uploadSource(slug: string, file: string, bytes: number, opts: UploadOptions = {}): Promise<{ source: UploadedSource; created: boolean }> {
+    const url = `${this.apiUrl}/v1/apps/${encodeURIComponent(slug)}/sources`;
+    for (let attempt = 0; ; attempt++) {
+      let sent = 0;
+      opts.onProgress?.(0, bytes);
+      const counted = createReadStream(file).pipe(
+        new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            sent += chunk.length;
+            opts.onProgress?.(sent, bytes);
+            done(null, chunk);
+          },
+        }),
+      );
+      let res: Response;
+      let text: string;
+      try {
+        res = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/gzip',
+            'content-length': String(bytes),
+            accept: 'application/json, application/problem+json',
+            'user-agent': USER_AGENT,
+            ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+          },
+          body: Readable.toWeb(counted) as ReadableStream<Uint8Array>,
+          duplex: 'half',
+        });
+        // A refusal may come before the whole body went; the answer is read before the body stops.
+        text = await res.text();
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw new TransportError(`cannot upload to ${this.apiUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      } finally {
+        counted.destroy();
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new TransportError(`${url} answered HTTP ${res.status} without a JSON body; is --api-url right?`);
+      }
+      if (res.status === 200 || res.status === 201) {
+        const source = body as UploadedSource;
+        if (typeof source?.id !== 'string') throw new TransportError(`${url} answered HTTP ${res.status} without a source id`);
+        return { source, created: res.status === 201 };
+      }
+      const errors = problemErrors(body, res.status);
+      if (!errors) throw new TransportError(`${url} answered HTTP ${res.status}`);
+      const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
+      if ((res.status === 429 || res.status === 503) && attempt < UPLOAD_RETRIES && Number.isFinite(retryAfter) && retryAfter >= 0) {
+        const waitS = Math.min(10, Math.max(0.25, retryAfter));
+        opts.onNotice?.(`${errors[0].message}; trying again in ${waitS}s`);
+        await new Promise((r) => setTimeout(r, waitS * 1000));
+        continue;
+      }
+      throw new ApiError(errors);
+    }
   }
 
   /**

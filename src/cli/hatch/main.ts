@@ -10,6 +10,7 @@ import { ApiError, HatchApi, TransportError } from './api';
 import { Command, Ctx, Exit, OptionSpec, OptionValues, UsageError } from './command';
 import { colourWanted, ConfigFileError, resolveSettings } from './config';
 import { colours } from './output';
+import { PackError } from './pack';
 import { accountCommands } from './commands/account';
 import { appCommands } from './commands/apps';
 import { cronCommands } from './commands/crons';
@@ -140,7 +141,11 @@ function printError(err: unknown, json: boolean, stderrColours: ReturnType<typeo
   const message = err instanceof Error ? err.message : String(err);
   if (json) return void w(JSON.stringify({ errors: [{ message, fields: [] }] }) + '\n');
   w(`${c.red('error:')} ${message}\n`);
-  if (!(err instanceof TransportError || err instanceof ConfigFileError || err instanceof UsageError) && process.env.HATCH_DEBUG && err instanceof Error) {
+  if (
+    !(err instanceof TransportError || err instanceof ConfigFileError || err instanceof UsageError || err instanceof PackError) &&
+    process.env.HATCH_DEBUG &&
+    err instanceof Error
+  ) {
     w(`${err.stack}\n`);
   }
 }

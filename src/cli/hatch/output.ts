@@ -58,6 +58,19 @@ export function json(value: unknown): string {
   return JSON.stringify(value, null, 2) + '\n';
 }
 
+/** A size as people read it: `512 B`, `3.4 kB`, `12 MB` (powers of 1024, as the gateway's limits). */
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['kB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1023.5 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
 /** Enum values as people write them: `LIVE` → `live`. */
 export function lower(v: string | null | undefined): string | null {
   return v ? v.toLowerCase() : null;
@@ -99,6 +112,12 @@ export class Spinner {
 
   update(text: string): void {
     this.text = text;
+  }
+
+  /** Changes the text and draws it now, rather than at the next turn (progress that must be seen). */
+  show(text: string): void {
+    this.text = text;
+    if (this.timer) this.draw();
   }
 
   /** Writes a whole line to `out` above the spinner. */

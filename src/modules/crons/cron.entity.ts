@@ -89,6 +89,13 @@ export class CronRun {
   @Column('timestamptz', { nullable: true })
   finishedAt: Date | null;
 
+  @Field(() => String, {
+    nullable: true,
+    description: 'Why a FAILED run failed when its exit code does not say: timed out, cancelled, no live deployment, or its gateway stopped. Null otherwise.',
+  })
+  @Column('text', { nullable: true })
+  failureReason: string | null;
+
   @Field(() => Boolean, { description: 'True for a run started by runCronNow rather than the schedule.' })
   @Column('boolean', { default: false })
   manual: boolean;

@@ -72,6 +72,19 @@ export class CronsResolver {
     return ctx.services.crons.runNow(ctx.actor, app, id);
   }
 
+  @Mutation(() => CronRun, {
+    description:
+      'Stops a running run of the cron wherever it runs: FAILED with failureReason `cancelled`, the minutes it ran charged. Refused unless it is RUNNING.',
+  })
+  cancelCronRun(
+    @Ctx() ctx: Context,
+    @Arg('app', () => String, { description: 'The egg’s slug.' }) app: string,
+    @Arg('id', () => ID, { description: 'Cron id.' }) id: string,
+    @Arg('run', () => ID, { description: 'Run id, `run_…`.' }) run: string,
+  ): Promise<CronRun> {
+    return ctx.services.crons.cancelRun(ctx.actor, app, id, run);
+  }
+
   @FieldResolver(() => CronRun, { nullable: true, description: 'The most recent run; null before the first.' })
   lastRun(@Root() cron: Cron, @Ctx() ctx: Context): Promise<CronRun | null> {
     return ctx.loaders.lastRunByCronId.load(cron.id);

@@ -6,6 +6,7 @@ import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { Runtime } from '../../runtime/runtime.port';
+import type { DeploymentsService } from '../deployments/deployments.service';
 import { App } from '../apps/app.entity';
 import { AppsService } from '../apps/apps.service';
 import { EnergyReason } from '../energy/energy.entity';
@@ -51,6 +52,7 @@ export class CronsService {
     private readonly apps: AppsService,
     private readonly energy: EnergyService,
     private readonly runtime: Runtime,
+    private readonly deployments: Pick<DeploymentsService, 'liveSpec' | 'supervisor'>,
     private readonly opts: CronsOptions,
   ) {}
 
@@ -114,7 +116,7 @@ export class CronsService {
   async delete(actor: Actor, slug: string, id: string): Promise<string> {
     const cron = await this.get(actor, slug, id);
     await this.ds.getRepository(Cron).delete({ id: cron.id });
-    for (const [runId, abort] of this.executions) if (runId.startsWith(`${cron.id}/`)) abort.abort();
+    for (const [runId, abort] of this.executions) if (runId.startsWith(`${cron.id}/`)) abort.abort(new Error('its cron was deleted'));
     return cron.id;
   }
 
@@ -199,12 +201,17 @@ export class CronsService {
     await runner.connect();
     try {
       // Runs whose gateway died mid-run would block their cron forever: give them up.
-      await runner.query(`UPDATE cron_runs SET status = $1, finished_at = $2 WHERE status = 'running' AND started_at < $3`, [
-        CronRunStatus.FAILED,
-        now,
-        // The margin lets a live gateway record its own timed-out run (exit 137) first.
-        new Date(now.getTime() - this.opts.runTimeoutMs - Math.min(MINUTE, this.opts.runTimeoutMs)),
-      ]);
+      await runner.query(
+        `UPDATE cron_runs SET status = $1, finished_at = $2, failure_reason = 'its gateway stopped before it ended'
+          WHERE status = 'running' AND started_at < $3`,
+        [
+          CronRunStatus.FAILED,
+          now,
+          // The margin lets a live gateway record its own timed-out run (exit 137) first.
+          new Date(now.getTime() - this.opts.runTimeoutMs - Math.min(MINUTE, this.opts.runTimeoutMs)),
+        ],
+      );
+      await this.reap();
       // Batch after batch until nothing due is left: thousands of crons due in the same minute
       // must all start now, not a batch per tick. Each batch commits on its own, so other
       // gateways claim the rows this one has not locked.
@@ -276,31 +283,37 @@ export class CronsService {
     return { claimed: due.length, runs };
   }
 
-  /** Runs the command through the runtime, records the outcome, and charges its minutes. */
+  /**
+   * Runs the command through the runtime in the egg's live deployment (its output to that
+   * deployment's runtime log, prefixed `[cron <id>]`), records the outcome, and charges the
+   * minutes it really ran. Stopped (timeout, cancel, cron deleted, gateway stopping), it is a
+   * FAILED run with exit code 137 and the reason.
+   */
   private execute(run: CronRun, cron: Cron, app: App): void {
     if (run.status !== CronRunStatus.RUNNING) return;
     const abort = new AbortController();
-    const timeout = setTimeout(() => abort.abort(), this.opts.runTimeoutMs);
+    const timeout = setTimeout(() => abort.abort(new Error(`timed out after ${this.opts.runTimeoutMs} ms`)), this.opts.runTimeoutMs);
     const key = `${cron.id}/${run.id}`;
     this.executions.set(key, abort);
     const task = (async () => {
       try {
-        let exitCode: number;
+        let exitCode: number | null;
+        let reason: string | null = null;
         try {
-          ({ exitCode } = await this.runtime.runCommand({ slug: app.slug, command: cron.command }, abort.signal));
+          const egg = await this.deployments.liveSpec(app.id);
+          const prefix = `[cron ${cron.id}] `;
+          const log = egg
+            ? (line: string, at?: Date) => this.deployments.supervisor.runtimeLine(egg.deploymentId, prefix + line, at ?? this.clock.now())
+            : undefined;
+          const result = await this.runtime.runCommand({ slug: app.slug, command: cron.command, runId: run.id, egg }, abort.signal, log);
+          exitCode = result.exitCode;
+          reason = result.reason ?? null;
         } catch (err) {
           if (!abort.signal.aborted) throw err;
-          exitCode = 137; // stopped: timed out, cron deleted, or gateway shutting down
+          exitCode = 137; // stopped
+          reason = abort.signal.reason instanceof Error ? abort.signal.reason.message : 'stopped';
         }
-        const finishedAt = this.clock.now();
-        const minutes = Math.max(1, Math.ceil((finishedAt.getTime() - run.startedAt!.getTime()) / MINUTE));
-        await inTransaction(this.ds, async (tx) => {
-          const [, updated] = await tx.query<[unknown[], number]>(
-            `UPDATE cron_runs SET status = $2, exit_code = $3, finished_at = $4 WHERE id = $1 AND status = 'running'`,
-            [run.id, exitCode === 0 ? CronRunStatus.SUCCESS : CronRunStatus.FAILED, exitCode, finishedAt],
-          );
-          if (updated) await this.energy.consume(tx, app.ownerId, minutes, EnergyReason.CRON_RUN, run.id);
-        });
+        await this.finishRun(run, app, exitCode, reason);
       } catch (err) {
         this.opts.onError(err);
       } finally {
@@ -309,6 +322,57 @@ export class CronsService {
       }
     })();
     void this.tasks.track(task);
+  }
+
+  /** Records how a run ended (unless something else did first, a cancel) and charges the minutes it ran, at least one. */
+  private async finishRun(run: CronRun, app: App, exitCode: number | null, reason: string | null): Promise<CronRun | null> {
+    const finishedAt = this.clock.now();
+    const minutes = Math.max(1, Math.ceil((finishedAt.getTime() - run.startedAt!.getTime()) / MINUTE));
+    return inTransaction(this.ds, async (tx) => {
+      const [rows] = await tx.query<[CronRun[], number]>(
+        `UPDATE cron_runs SET status = $2, exit_code = $3, finished_at = $4, failure_reason = $5 WHERE id = $1 AND status = 'running' RETURNING id`,
+        [run.id, exitCode === 0 ? CronRunStatus.SUCCESS : CronRunStatus.FAILED, exitCode, finishedAt, exitCode === 0 ? null : reason],
+      );
+      if (rows.length === 0) return null;
+      await this.energy.consume(tx, app.ownerId, minutes, EnergyReason.CRON_RUN, run.id);
+      return tx.findOneByOrFail(CronRun, { id: run.id });
+    });
+  }
+
+  /**
+   * Stops a running run wherever it runs: FAILED with the reason `cancelled`, its minutes so far
+   * charged. A run that is not running is a 422 on `run`.
+   */
+  async cancelRun(actor: Actor, slug: string, cronId: string, runId: string): Promise<CronRun> {
+    const { app, cron } = await this.getWithApp(actor, slug, cronId);
+    const run = await this.ds.getRepository(CronRun).findOneBy({ id: runId, cronId: cron.id });
+    if (!run) throw new NotFound('CronRun', runId);
+    if (run.status !== CronRunStatus.RUNNING) throw ValidationFailed.field('run', `is ${run.status}: only a running run can be cancelled`);
+    const done = await this.finishRun(run, app, null, 'cancelled');
+    this.executions.get(`${cron.id}/${run.id}`)?.abort(new Error('cancelled'));
+    await this.runtime.stopCommand(run.id);
+    if (done) return done;
+    // It ended on its own meanwhile.
+    return this.ds.getRepository(CronRun).findOneByOrFail({ id: run.id });
+  }
+
+  /**
+   * Stops commands still running on the host for runs that are over (cancelled, given up after
+   * their gateway died, or deleted with their cron): a dead gateway leaves no run behind.
+   */
+  async reap(): Promise<number> {
+    const ids = await this.runtime.runningCommands();
+    if (ids.length === 0) return 0;
+    const live = new Set(
+      (await this.ds.query<Array<{ id: string }>>(`SELECT id FROM cron_runs WHERE id = ANY($1) AND status = 'running'`, [ids])).map((r) => r.id),
+    );
+    let stopped = 0;
+    for (const id of ids) {
+      if (live.has(id)) continue;
+      await this.runtime.stopCommand(id);
+      stopped++;
+    }
+    return stopped;
   }
 
   start(tickMs: number): void {
@@ -321,7 +385,7 @@ export class CronsService {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.ticking?.catch(() => undefined);
-    for (const abort of this.executions.values()) abort.abort();
+    for (const abort of this.executions.values()) abort.abort(new Error('its gateway stopped before it ended'));
     await this.tasks.settled();
   }
 }

@@ -1,6 +1,7 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
 import { App } from '../apps/app.entity';
+import { Source } from '../sources/source.entity';
 
 export enum DeploymentStatus {
   BUILDING = 'building',
@@ -51,6 +52,21 @@ export class Deployment {
   @Column('integer', { nullable: true })
   volumeMb: number | null;
 
+  /** The uploaded source it builds from (the GraphQL field `source`); null: an image, or nothing to build. */
+  @Index()
+  @Column('text', { nullable: true })
+  sourceId: string | null;
+
+  @ManyToOne(() => Source)
+  source?: Source;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'The image it runs instead of building a source (`node:20-slim`, `registry:5000/team/app@sha256:…`); null when it builds a source.',
+  })
+  @Column('text', { nullable: true })
+  image: string | null;
+
   @Field(() => String, { nullable: true, description: 'Why the deployment failed; null unless FAILED.' })
   @Column('text', { nullable: true })
   failureReason: string | null;
@@ -65,6 +81,14 @@ export class Deployment {
   /** Up to when the running deployment has been charged energy. */
   @Column('timestamptz', { nullable: true })
   meteredUntil: Date | null;
+
+  /** Since when the runtime has kept the egg asleep (idle); null while it runs. Not metered meanwhile. */
+  @Column('timestamptz', { nullable: true })
+  sleptAt: Date | null;
+
+  /** When the router last passed the egg a request (written at most about once a second). */
+  @Column('timestamptz', { nullable: true })
+  lastRequestAt: Date | null;
 
   /** While building: until when the builder holding it counts as alive (crash recovery). */
   @Column('timestamptz', { nullable: true })

@@ -14,6 +14,20 @@ export class DeployInput {
     description: 'Environment variables: names matching `^[A-Za-z_][A-Za-z0-9_]*$` (except `__proto__`) to string values. Stored encrypted; never returned.',
   })
   env?: Record<string, unknown> | null;
+
+  @Field(() => ID, {
+    nullable: true,
+    description:
+      'A source of this egg (`src_…`, uploaded with `POST /v1/apps/{slug}/sources`) to build. Not with `image`. With neither, the egg’s newest source.',
+  })
+  source?: string | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'An image to run instead of building a source: `[registry[:port]/]name[:tag][@digest]`, the name lower case and at most 255 characters. Not with `source`.',
+  })
+  image?: string | null;
 }
 
 @ArgsType()

@@ -74,6 +74,14 @@ export class DeploymentsResolver {
     return app !== null && app.currentDeploymentId !== d.id;
   }
 
+  @FieldResolver(() => ID, {
+    nullable: true,
+    description: 'The uploaded source (`src_…`) it builds; null when it runs an `image`, or the egg had no source when it was deployed.',
+  })
+  source(@Root() d: Deployment): string | null {
+    return d.sourceId;
+  }
+
   @FieldResolver(() => App, { description: 'The egg deployed.' })
   async app(@Root() d: Deployment, @Ctx() ctx: Context): Promise<App> {
     return (await ctx.loaders.appById.load(d.appId))!;

@@ -21,9 +21,11 @@ import { BuildSupervisor } from './deployments.supervisor';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
 import { validateEnv } from './deploy-env';
+import { validateImage } from './deploy-image';
+import { SourcesService } from '../sources/sources.service';
 import { checkIdempotencyKey, claimIdempotencyKey, recordIdempotentResponse } from './idempotency';
 import { logBatchStream, statusStream } from './log-stream';
-import { deploymentSuffix, hostUrl } from '../apps/hosts';
+import { deploymentSuffix, HostTarget, hostUrl } from '../apps/hosts';
 import { AccessEvent } from '../accounts/access.topics';
 
 /** Filters and page of a deployment list. */
@@ -35,6 +37,21 @@ const REPLAY_BATCH = 500;
 export interface DeployInput {
   project: string;
   env?: Record<string, unknown> | null;
+  /** A source of the egg to build; with neither this nor `image`, the egg's newest source. */
+  source?: string | null;
+  /** An image to run instead of building. */
+  image?: string | null;
+}
+
+/** What the router serves for a host under the apps domain (null from `route`: nothing has that host). */
+export type EggRoute =
+  /** The egg's main host or a deployment's: `deploymentId` is what runs for it, null when nothing is live. */
+  { kind: 'egg'; slug: string; deploymentId: string | null; asleep: boolean; detail: string | null } | { kind: 'preview'; slug: string };
+
+/** What a deployment builds or runs: an uploaded source, an image, or (an egg with no source yet) neither. */
+interface Artefact {
+  sourceId: string | null;
+  image: string | null;
 }
 
 export interface LogQuery {
@@ -51,6 +68,7 @@ export interface DeploymentsDeps {
   apps: AppsService;
   volumes: VolumesService;
   webhooks: WebhooksService;
+  sources: SourcesService;
   box: SecretBox;
   runtime: Runtime;
   appsDomain: string;
@@ -80,6 +98,18 @@ export class DeploymentsService {
         spec: (d) => this.spec(d),
         finish: (id, r) => this.finishBuild(id, r),
         wake: async (id) => (await this.applyEffectiveMemory(id))?.memoryMb ?? null,
+        asleep: (id, idleSince) => this.markAsleep(id, idleSince),
+        lastActive: async (id) => {
+          const [row] = await this.ds.query<Array<{ last_request_at: Date | null }>>('SELECT last_request_at FROM deployments WHERE id = $1', [id]);
+          return row?.last_request_at ?? null;
+        },
+        lastLineAt: async (id) => {
+          const [row] = await this.ds.query<Array<{ at: Date | null }>>(
+            `SELECT max(timestamp) AS at FROM log_lines WHERE deployment_id = $1 AND type = 'runtime'`,
+            [id],
+          );
+          return row?.at ?? null;
+        },
         onError: deps.onError,
       },
       deps.leaseMs ?? 30_000,
@@ -100,10 +130,22 @@ export class DeploymentsService {
   }
 
   async deploy(actor: Actor, input: DeployInput, idempotencyKey?: string | null): Promise<Deployment> {
+    const hasSource = input.source !== null && input.source !== undefined;
+    if (hasSource && input.image !== null && input.image !== undefined) {
+      const message = 'give either source or image, not both';
+      throw new ValidationFailed([
+        { field: 'source', message },
+        { field: 'image', message },
+      ]);
+    }
     const env = validateEnv(input.env);
+    const image = validateImage(input.image);
     checkIdempotencyKey(idempotencyKey);
     const app = await this.deps.apps.getVisible(actor, input.project);
-    const digest = this.deps.box.digest(JSON.stringify([app.id, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))]));
+    const request: unknown[] = [app.id, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))];
+    // Only when given, so keys recorded before deploys had them still match their retries.
+    if (hasSource || image !== null) request.push(input.source ?? null, image);
+    const digest = this.deps.box.digest(JSON.stringify(request));
 
     const { deployment, created } = await inTransaction(this.ds, async (tx, afterCommit) => {
       const now = this.clock.now();
@@ -111,12 +153,14 @@ export class DeploymentsService {
         const replay = await claimIdempotencyKey(tx, actor.user.id, idempotencyKey, digest, now);
         if (replay) return { deployment: replay, created: false };
       }
+      const artefact = await this.artefact(tx, app.id, hasSource ? input.source! : null, image);
       const deployment = await this.insertDeployment(
         tx,
         app,
         actor.user.id,
         Object.keys(env).length ? this.deps.box.seal(JSON.stringify(env)) : null,
         Object.keys(env),
+        artefact,
         now,
       );
       if (idempotencyKey) await recordIdempotentResponse(tx, actor.user.id, idempotencyKey, deployment);
@@ -127,8 +171,31 @@ export class DeploymentsService {
     return deployment;
   }
 
+  /**
+   * What a deploy builds: the source asked for (it must be the egg's), the image, or else the
+   * egg's newest source if it has one. The source is held until the deployment that references
+   * it commits, so the prune job cannot take it meanwhile.
+   */
+  private async artefact(tx: EntityManager, appId: string, sourceId: string | null, image: string | null): Promise<Artefact> {
+    if (image !== null) return { sourceId: null, image };
+    if (sourceId !== null) return { sourceId: (await this.deps.sources.claimForDeploy(tx, appId, sourceId)).id, image: null };
+    const latest = (await this.deps.sources.claimLatest(tx, appId))?.id ?? null;
+    // The simulated runtime builds nothing, so it needs nothing; Docker needs something to build or run.
+    if (latest === null && this.deps.runtime.kind === 'docker')
+      throw ValidationFailed.field('source', 'the egg has no source yet: upload one (POST /v1/apps/{slug}/sources, or `hatch deploy`) or give an image');
+    return { sourceId: latest, image: null };
+  }
+
   /** A new BUILDING deployment of `app` with the egg's effective memory and volume, leased to this gateway. */
-  private async insertDeployment(tx: EntityManager, app: App, userId: string, envSealed: string | null, envKeys: string[], now: Date): Promise<Deployment> {
+  private async insertDeployment(
+    tx: EntityManager,
+    app: App,
+    userId: string,
+    envSealed: string | null,
+    envKeys: string[],
+    artefact: Artefact,
+    now: Date,
+  ): Promise<Deployment> {
     const id = newId('dep', now);
     const deployment = tx.create(Deployment, {
       id,
@@ -138,6 +205,8 @@ export class DeploymentsService {
       url: hostUrl({ kind: 'deployment', slug: app.slug, suffix: deploymentSuffix(id) }, this.deps.appsDomain),
       envSealed,
       envKeys: [...envKeys].sort(),
+      sourceId: artefact.sourceId,
+      image: artefact.image,
       memoryMb: effectiveMemoryMb(app),
       volumeMb: await this.deps.volumes.mountedSizeMb(tx, app.id),
       failureReason: null,
@@ -151,12 +220,15 @@ export class DeploymentsService {
     return deployment;
   }
 
-  /** A new deployment with the same env as `id`, and the egg's memory and volume as they are now. */
+  /** A new deployment with the same env, source or image as `id`, and the egg's memory and volume as they are now. */
   async redeploy(actor: Actor, id: string): Promise<Deployment> {
-    const source = await this.get(actor, id);
+    const previous = await this.get(actor, id);
     const deployment = await inTransaction(this.ds, async (tx, afterCommit) => {
-      const app = await tx.findOneByOrFail(App, { id: source.appId });
-      const d = await this.insertDeployment(tx, app, actor.user.id, source.envSealed, source.envKeys, this.clock.now());
+      const app = await tx.findOneByOrFail(App, { id: previous.appId });
+      const artefact = previous.sourceId
+        ? { sourceId: (await this.deps.sources.claimForDeploy(tx, app.id, previous.sourceId)).id, image: null }
+        : { sourceId: null, image: previous.image };
+      const d = await this.insertDeployment(tx, app, actor.user.id, previous.envSealed, previous.envKeys, artefact, this.clock.now());
       await this.announce(tx, afterCommit, d, app.slug);
       return d;
     });
@@ -212,10 +284,88 @@ export class DeploymentsService {
       d.memoryMb = effectiveMemoryMb(app);
       d.updatedAt = now;
       d.revision += 1;
-      await tx.update(Deployment, { id: d.id }, { memoryMb: d.memoryMb, updatedAt: now, revision: d.revision });
+      // It runs again from now: the time it slept is not metered, and counts as idle no longer.
+      if (d.sleptAt) d.meteredUntil = new Date((d.meteredUntil ?? d.finishedAt ?? d.sleptAt).getTime() + Math.max(0, now.getTime() - d.sleptAt.getTime()));
+      d.sleptAt = null;
+      d.lastRequestAt = now;
+      await tx.update(
+        Deployment,
+        { id: d.id },
+        { memoryMb: d.memoryMb, updatedAt: now, revision: d.revision, meteredUntil: d.meteredUntil, sleptAt: null, lastRequestAt: now },
+      );
       afterCommit(() => this.publish(d.id, { kind: 'status', deployment: d }));
       return d;
     });
+  }
+
+  /**
+   * The runtime stopped the egg for being idle since `idleSince`: its energy is not metered from
+   * now until it wakes. False (nothing recorded) if a request reached it after `idleSince`.
+   */
+  async markAsleep(id: string, idleSince: Date): Promise<boolean> {
+    const [rows] = await this.ds.query<[unknown[], number]>(
+      `UPDATE deployments SET slept_at = $2
+        WHERE id = $1 AND slept_at IS NULL AND (last_request_at IS NULL OR last_request_at <= $3)
+        RETURNING id`,
+      [id, this.clock.now(), idleSince],
+    );
+    return rows.length > 0;
+  }
+
+  /** Wakes a sleeping deployment for a request: records it (with the memory the egg has now) and says what to start. */
+  async wakeForRequest(id: string): Promise<EggSpec | null> {
+    const d = await this.applyEffectiveMemory(id);
+    return d ? this.spec(d) : null;
+  }
+
+  /**
+   * What a host's first label reaches: `<slug>` the egg's current live deployment,
+   * `<slug>--<suffix>` that deployment (served while it is the current one: only that one runs),
+   * `<slug>--pr-<n>` that preview. Null when no egg, deployment or preview has the host.
+   */
+  async route(target: HostTarget): Promise<EggRoute | null> {
+    if (target.kind === 'preview') {
+      const rows = await this.ds.query<unknown[]>('SELECT 1 FROM previews p JOIN apps a ON a.id = p.app_id WHERE a.slug = $1 AND p.pr_number = $2', [
+        target.slug,
+        target.pr,
+      ]);
+      return rows.length > 0 ? { kind: 'preview', slug: target.slug } : null;
+    }
+    type Row = { id: string | null; status: string | null; slept_at: Date | null; current: boolean };
+    const [row] =
+      target.kind === 'app'
+        ? await this.ds.query<Row[]>(
+            `SELECT d.id, d.status, d.slept_at, true AS current
+               FROM apps a LEFT JOIN deployments d ON d.id = a.current_deployment_id WHERE a.slug = $1`,
+            [target.slug],
+          )
+        : await this.ds.query<Row[]>(
+            `SELECT d.id, d.status, d.slept_at, a.current_deployment_id IS NOT DISTINCT FROM d.id AS current
+               FROM apps a JOIN deployments d ON d.app_id = a.id WHERE a.slug = $1 AND right(d.id, 8) = $2`,
+            [target.slug, target.suffix],
+          );
+    if (!row) return null;
+    const none = (detail: string): EggRoute => ({ kind: 'egg', slug: target.slug, deploymentId: null, asleep: false, detail });
+    if (row.id === null) return none(`${target.slug} has no live deployment yet`);
+    if (row.status !== DeploymentStatus.LIVE) return none(`deployment ${row.id} is ${row.status}`);
+    if (!row.current) return none(`deployment ${row.id} is not ${target.slug}'s current one: only that one runs (roll back to serve this one)`);
+    return { kind: 'egg', slug: target.slug, deploymentId: row.id, asleep: row.slept_at !== null, detail: null };
+  }
+
+  /** What the egg's current live deployment runs with (a cron run's image, env, memory, volume); null when none is live. */
+  async liveSpec(appId: string): Promise<EggSpec | null> {
+    const d = await this.ds
+      .getRepository(Deployment)
+      .createQueryBuilder('d')
+      .innerJoin(App, 'a', 'a.current_deployment_id = d.id')
+      .where('a.id = :appId AND d.status = :live', { appId, live: DeploymentStatus.LIVE })
+      .getOne();
+    return d ? this.spec(d) : null;
+  }
+
+  /** The router passed requests to these deployments: they are not idle. */
+  async touch(ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.ds.query('UPDATE deployments SET last_request_at = $2 WHERE id = ANY($1) AND slept_at IS NULL', [ids, this.clock.now()]);
   }
 
   async get(actor: Actor, id: string): Promise<Deployment> {
@@ -244,8 +394,11 @@ export class DeploymentsService {
   /** Deletes a deployment with its logs; the egg's main URL falls back to the newest live one left. */
   async delete(actor: Actor, id: string): Promise<string> {
     const deployment = await this.get(actor, id);
+    let slug = '';
     const wasCurrent = await inTransaction(this.ds, async (tx, afterCommit) => {
-      const wasCurrent = (await this.deps.apps.lock(tx, deployment.appId)).currentDeploymentId === id;
+      const app = await this.deps.apps.lock(tx, deployment.appId);
+      slug = app.slug;
+      const wasCurrent = app.currentDeploymentId === id;
       await tx.delete(Deployment, { id });
       if (wasCurrent) {
         const next = await tx.findOne(Deployment, {
@@ -255,11 +408,13 @@ export class DeploymentsService {
         await this.makeCurrent(tx, deployment.appId, next?.id ?? null);
       }
       afterCommit(() => {
-        this.supervisor.cancel(id);
+        this.supervisor.cancelEverywhere(id);
         this.publish(id, { kind: 'deleted', id });
       });
       return wasCurrent;
     });
+    // Its container and image go now, whichever gateway ran it (they share the Docker host).
+    await this.deps.runtime.discard({ slug, deploymentId: id }).catch(this.deps.onError);
     // The gateway running the egg, whichever it is, switches to the successor or stops.
     if (wasCurrent) await this.supervisor.changed(deployment.appId);
     return id;
@@ -395,7 +550,18 @@ export class DeploymentsService {
   private async spec(d: Deployment): Promise<EggSpec> {
     const app = await this.ds.getRepository(App).findOneByOrFail({ id: d.appId });
     const env = d.envSealed ? (JSON.parse(this.deps.box.open(d.envSealed)) as Record<string, string>) : {};
-    return { deploymentId: d.id, slug: app.slug, env, memoryMb: d.memoryMb, sleeps: TIERS[app.tier].sleeps };
+    const sourceId = d.sourceId;
+    return {
+      deploymentId: d.id,
+      slug: app.slug,
+      env,
+      memoryMb: d.memoryMb,
+      sleeps: TIERS[app.tier].sleeps,
+      image: d.image,
+      volume: d.volumeMb !== null ? { sizeMb: d.volumeMb } : null,
+      source: sourceId ? async () => (await this.deps.sources.open(sourceId)).stream : null,
+      asleep: d.sleptAt !== null,
+    };
   }
 
   /**

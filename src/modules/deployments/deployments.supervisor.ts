@@ -23,6 +23,12 @@ export interface SupervisorHooks {
   finish(deploymentId: string, result: BuildResult): Promise<Deployment | null>;
   /** The runtime woke the deployment's egg: record it, and say with how much memory. */
   wake(deploymentId: string): Promise<number | null>;
+  /** The runtime put the egg to sleep, idle since `idleSince`: record it; false if a request came after. */
+  asleep(deploymentId: string, idleSince: Date): Promise<boolean>;
+  /** When the egg last served a request through a router. */
+  lastActive(deploymentId: string): Promise<Date | null>;
+  /** When the deployment's newest stored runtime line was written. */
+  lastLineAt(deploymentId: string): Promise<Date | null>;
   onError(err: unknown): void;
 }
 
@@ -132,7 +138,10 @@ export class BuildSupervisor {
     if (this.stopped || e.from === this.runnerId) return;
     // Every gateway looks: only the one whose lease it is finds anything to do.
     if (e.kind === 'changed') this.track(() => this.reconcile(e.appId, e.restart));
-    else this.tick();
+    else if (e.kind === 'cancel') this.cancel(e.deploymentId);
+    else if (e.kind === 'line') {
+      if (this.runsHere(e.deploymentId)) this.writer.append(e.deploymentId, LogType.RUNTIME, e.line, new Date(e.at));
+    } else this.tick();
   }
 
   /**
@@ -150,7 +159,8 @@ export class BuildSupervisor {
       const want = row?.id ?? null;
       const have = this.running.get(appId);
       if (have?.deploymentId === want && restart !== want) return;
-      if (have) await this.stopEgg(appId, have);
+      // Superseded (not restarted): requests already on their way to it may finish.
+      if (have) await this.stopEgg(appId, have, have.deploymentId === want ? 'stop' : 'drain');
       if (!want || this.stopped) return;
       const deployment = await this.ds.getRepository(Deployment).findOneBy({ id: want });
       if (!deployment || this.stopped) return;
@@ -160,14 +170,17 @@ export class BuildSupervisor {
       if (this.stopped) return;
       const egg = this.runtime.run(spec, (type, msg, at) => this.writer.append(deployment.id, type as LogType, msg, at), {
         wake: () => this.hooks.wake(deployment.id),
+        asleep: (idleSince) => this.hooks.asleep(deployment.id, idleSince),
+        lastActive: () => this.hooks.lastActive(deployment.id),
+        lastLineAt: () => this.hooks.lastLineAt(deployment.id),
       });
       this.running.set(appId, { deploymentId: deployment.id, egg });
     });
   }
 
-  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }, how: 'stop' | 'detach' = 'stop'): Promise<void> {
-    if (how === 'stop') r.egg.stop();
-    else r.egg.detach();
+  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }, how: 'stop' | 'drain' | 'detach' = 'stop'): Promise<void> {
+    if (how === 'detach') r.egg.detach();
+    else await r.egg.stop({ drain: how === 'drain' });
     if (this.running.get(appId) === r) this.running.delete(appId);
     await this.writer.flush();
     this.writer.forget(r.deploymentId);
@@ -183,16 +196,39 @@ export class BuildSupervisor {
     return run;
   }
 
+  /** Stops whatever any gateway does for a deployment (it was deleted): here at once, elsewhere through the bus. */
+  cancelEverywhere(deploymentId: string): void {
+    this.cancel(deploymentId);
+    this.pubsub.publish('RUNNERS', { kind: 'cancel', from: this.runnerId, deploymentId });
+  }
+
   /** Stops whatever this process does for a deployment (it was deleted). */
   cancel(deploymentId: string): void {
     this.builds.get(deploymentId)?.abort();
     for (const [appId, r] of this.running) {
       if (r.deploymentId === deploymentId) {
-        r.egg.stop();
+        this.track(async () => {
+          await r.egg.stop();
+        });
         this.running.delete(appId);
       }
     }
     this.writer.forget(deploymentId);
+  }
+
+  /**
+   * A runtime log line from outside the egg's container (a request the router passed, a cron run's output): written here if this gateway
+   * runs the deployment (it owns the log's sequence), else handed to the gateway that does.
+   */
+  runtimeLine(deploymentId: string, line: string, at: Date): void {
+    if (this.stopped) return;
+    if (this.runsHere(deploymentId)) this.writer.append(deploymentId, LogType.RUNTIME, line, at);
+    else this.pubsub.publish('RUNNERS', { kind: 'line', from: this.runnerId, deploymentId, line, at: at.toISOString() });
+  }
+
+  private runsHere(deploymentId: string): boolean {
+    for (const r of this.running.values()) if (r.deploymentId === deploymentId) return true;
+    return false;
   }
 
   /** Claims builds whose builder's lease lapsed and resumes them here. */

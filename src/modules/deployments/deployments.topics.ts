@@ -29,14 +29,20 @@ export type DeploymentEvent =
  * Between the gateways' runners of eggs: the egg's current deployment changed (or is to be
  * restarted), so whoever runs it looks again; or a stopping gateway let go of its eggs.
  */
-export type RunnerEvent = { kind: 'changed'; from: string; appId: string; restart: string | null } | { kind: 'released'; from: string };
+export type RunnerEvent =
+  | { kind: 'changed'; from: string; appId: string; restart: string | null }
+  | { kind: 'released'; from: string }
+  /** The deployment was deleted: a gateway building it stops. */
+  | { kind: 'cancel'; from: string; deploymentId: string }
+  /** A runtime line from elsewhere (the router, a cron run) for the egg's runner to write. */
+  | { kind: 'line'; from: string; deploymentId: string; line: string; at: string };
 
 export type DeploymentTopics = {
   DEPLOYMENT: [deploymentId: string, event: DeploymentEvent];
   RUNNERS: [event: RunnerEvent];
 };
 
-const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil', 'leaseUntil'] as const;
+const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil', 'leaseUntil', 'sleptAt', 'lastRequestAt'] as const;
 
 const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
 

@@ -196,13 +196,13 @@ export class EnergyService {
 
   /**
    * Charges each egg's current live deployment one minute per whole minute it has run since it
-   * was last metered. Run by a job every minute; catching up after a pause charges the gap.
+   * was last metered; not while it sleeps (a wake moves `metered_until` past the sleep). Run by a job every minute; catching up after a pause charges the gap.
    */
   async meter(): Promise<number> {
     const now = this.clock.now();
     const due: Array<{ id: string }> = await this.ds.query(
       `SELECT d.id FROM apps a JOIN deployments d ON d.id = a.current_deployment_id
-        WHERE d.status = 'live' AND COALESCE(d.metered_until, d.finished_at) <= $1`,
+        WHERE d.status = 'live' AND d.slept_at IS NULL AND COALESCE(d.metered_until, d.finished_at) <= $1`,
       [new Date(now.getTime() - MINUTE)],
     );
     let charged = 0;
@@ -211,7 +211,7 @@ export class EnergyService {
         const [d] = await tx.query<Array<{ id: string; owner_id: string; since: Date }>>(
           `SELECT d.id, a.owner_id, COALESCE(d.metered_until, d.finished_at) AS since
              FROM deployments d JOIN apps a ON a.id = d.app_id
-            WHERE d.id = $1 AND d.status = 'live' FOR UPDATE OF d`,
+            WHERE d.id = $1 AND d.status = 'live' AND d.slept_at IS NULL FOR UPDATE OF d`,
           [id],
         );
         if (!d) return 0;

@@ -7,14 +7,27 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import * as tar from 'tar';
-import { BuildResult, CommandSpec, EggSpec, LogSink, PreviewSpec, ProvisionedResource, RunHooks, RunningEgg, Runtime } from '../runtime.port';
+import {
+  BuildResult,
+  CommandResult,
+  CommandSpec,
+  EggSpec,
+  Endpoint,
+  LogSink,
+  PreviewSpec,
+  ProvisionedResource,
+  RunHooks,
+  RunningEgg,
+  Runtime,
+} from '../runtime.port';
 import { lineSplitter } from './lines';
+import { PreviewDatabases } from './preview-databases';
 
 /** The port every egg listens on, inside its container. */
 export const EGG_PORT = 8080;
 const PORT_KEY = `${EGG_PORT}/tcp`;
 
-export const LABELS = { app: 'hatchery.app', deployment: 'hatchery.deployment' } as const;
+export const LABELS = { app: 'hatchery.app', deployment: 'hatchery.deployment', cronRun: 'hatchery.cron-run' } as const;
 
 /** Capabilities an ordinary server needs (files it owns, dropping to a user, a low port); all others are dropped. */
 const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'NET_BIND_SERVICE', 'KILL'];
@@ -25,9 +38,18 @@ export interface DockerRuntimeOptions {
   nodeImage: string;
   buildTimeoutMs: number;
   healthTimeoutMs: number;
+  /** A free-tier egg that served no request for this long is stopped until the next request wakes it; 0: never. */
+  sleepAfterMs?: number;
   /** Backoff between restarts of a crashed egg: doubles from `min` up to `max`. */
   restartBackoffMs?: { min: number; max: number };
+  /** How long a superseded container keeps running for the requests already sent to it. */
+  drainMs?: number;
+  /** How old a volume's measured size may be when read (GET volume). */
+  volumeUsageMaxAgeMs?: number;
 }
+
+/** The Docker volume of an egg. */
+export const volumeName = (slug: string): string => `hatchery-vol-${slug}`;
 
 /** The image a deployment runs: its own tag, so a rollback finds it without building again. */
 export function imageTag(spec: Pick<EggSpec, 'slug' | 'deploymentId'>): string {
@@ -50,30 +72,137 @@ function engineError(err: unknown): string {
  * creates it again where it is gone (a restart, a rollback). A gateway that stops detaches: the
  * containers keep running, and the next runner adopts them by label.
  *
- * Crons, volumes and previews still run on `fallback` (the simulated runtime); they move onto
- * Docker next.
+ * Cron runs are containers of the live deployment's image; volumes are Docker volumes. Previews
+ * still run on `fallback` (the simulated runtime); they move onto Docker next.
  */
 export class DockerRuntime implements Runtime {
+  readonly kind = 'docker' as const;
+
   constructor(
     private readonly docker: Docker,
     private readonly opts: DockerRuntimeOptions,
-    private readonly fallback: Pick<Runtime, 'runCommand' | 'volumeUsage' | 'eraseVolume' | 'provisionPreview' | 'teardownPreview'>,
+    private readonly fallback: Pick<Runtime, 'provisionPreview' | 'teardownPreview'>,
+    /** Where previews get their databases; without, previews stay simulated. */
+    private readonly previewDatabases: PreviewDatabases | null = null,
   ) {}
 
-  runCommand(spec: CommandSpec, signal: AbortSignal): Promise<{ exitCode: number }> {
-    return this.fallback.runCommand(spec, signal);
+  /**
+   * A cron run: a container of the live deployment's image running `sh -c <command>` with its
+   * env, memory and volume, removed when it ends. Its output lines go to `log`, its exit code is
+   * the process's. Aborted, it is removed at once (and the promise rejects).
+   */
+  async runCommand(spec: CommandSpec, signal: AbortSignal, log: (line: string, at?: Date) => void = () => undefined): Promise<CommandResult> {
+    if (!spec.egg) return { exitCode: null, reason: `${spec.slug} has no live deployment to run the command in` };
+    const egg = spec.egg;
+    const container = await this.docker.createContainer({
+      name: `hatchery-cron-${spec.runId.toLowerCase()}`,
+      Image: imageTag(egg),
+      Cmd: ['sh', '-c', spec.command],
+      Env: [...envOf(egg), `HATCHERY_CRON_RUN_ID=${spec.runId}`],
+      Labels: { [LABELS.app]: spec.slug, [LABELS.cronRun]: spec.runId },
+      HostConfig: { ...hostConfig(egg), RestartPolicy: { Name: 'no' } },
+    });
+    const remove = () => removed(container);
+    const onAbort = () => void remove();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      signal.throwIfAborted();
+      const stream = await container.attach({ stream: true, stdout: true, stderr: true, logs: true });
+      const ended = demuxLines(this.docker, stream, (line) => log(line, new Date()));
+      await container.start();
+      const exit = (await container.wait()) as { StatusCode: number };
+      await ended;
+      signal.throwIfAborted();
+      return { exitCode: exit.StatusCode };
+    } catch (e) {
+      if (signal.aborted) throw signal.reason;
+      throw e;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      await remove();
+    }
   }
-  volumeUsage(slug: string): Promise<number> {
-    return this.fallback.volumeUsage(slug);
+
+  async runningCommands(): Promise<string[]> {
+    const found = await this.docker.listContainers({ all: true, filters: { label: [LABELS.cronRun] } });
+    return found.map((c) => c.Labels[LABELS.cronRun]);
   }
-  eraseVolume(slug: string): Promise<void> {
-    return this.fallback.eraseVolume(slug);
+
+  async stopCommand(runId: string): Promise<void> {
+    await this.removeLabelled(`${LABELS.cronRun}=${runId}`);
   }
-  provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]> {
-    return this.fallback.provisionPreview(spec);
+  private usage: { at: number; mb: Map<string, number> } | null = null;
+  private measuring: Promise<Map<string, number>> | null = null;
+
+  /**
+   * Space used on the egg's Docker volume, in whole MB, as the Engine measures it on the host
+   * (`system df`): one measurement of every volume serves all eggs for `volumeUsageMaxAgeMs`.
+   */
+  async volumeUsage(slug: string): Promise<number> {
+    const maxAge = this.opts.volumeUsageMaxAgeMs ?? 60_000;
+    let sizes = this.usage && Date.now() - this.usage.at <= maxAge ? this.usage.mb : null;
+    if (!sizes) {
+      this.measuring ??= (async () => {
+        const df = (await this.docker.df()) as { Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> };
+        const mb = new Map((df.Volumes ?? []).map((v) => [v.Name, Math.ceil(Math.max(0, v.UsageData?.Size ?? 0) / (1024 * 1024))]));
+        this.usage = { at: Date.now(), mb };
+        return mb;
+      })().finally(() => (this.measuring = null));
+      sizes = await this.measuring;
+    }
+    return sizes.get(volumeName(slug)) ?? 0;
   }
-  teardownPreview(resources: ProvisionedResource[]): Promise<void> {
-    return this.fallback.teardownPreview(resources);
+
+  /**
+   * Erases the egg's volume: its data at once (through a throwaway container of the image of a
+   * container that mounts it, when one does), then the volume itself, which the Engine removes
+   * once no container uses it (else the next erasure or the egg's next deploy without it).
+   */
+  async eraseVolume(slug: string): Promise<void> {
+    const name = volumeName(slug);
+    const users = await this.docker.listContainers({ all: true, filters: { volume: [name] } });
+    if (users.length > 0) {
+      const wiper = await this.docker.createContainer({
+        Image: users[0].ImageID,
+        Entrypoint: ['sh', '-c', 'rm -rf /data/* /data/.[!.]* /data/..?*; true'],
+        Cmd: [],
+        Labels: { [LABELS.app]: slug },
+        HostConfig: { Mounts: [{ Type: 'volume', Source: name, Target: '/data' }], SecurityOpt: ['no-new-privileges'] },
+      });
+      try {
+        await wiper.start();
+        const { StatusCode } = (await wiper.wait()) as { StatusCode: number };
+        if (StatusCode !== 0) throw new Error(`erasing volume ${name} failed with exit code ${StatusCode}`);
+      } finally {
+        await removed(wiper);
+      }
+    }
+    await this.docker
+      .getVolume(name)
+      .remove()
+      .catch((err: { statusCode?: number }) => {
+        // 404: already gone. 409: still mounted by a container; its data is erased already.
+        if (err.statusCode !== 404 && err.statusCode !== 409) throw err;
+      });
+    this.usage?.mb.delete(name);
+  }
+  /** A preview's route (its host, which the router resolves) and a database of its own with its own role. */
+  async provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]> {
+    if (!this.previewDatabases) return this.fallback.provisionPreview(spec);
+    const name = await this.previewDatabases.create(spec.previewId);
+    return [
+      { kind: 'route', name: spec.host, externalId: `route:${spec.host}` },
+      { kind: 'database', name, externalId: `pg:${name}` },
+    ];
+  }
+
+  async teardownPreview(resources: ProvisionedResource[]): Promise<void> {
+    const simulated: ProvisionedResource[] = [];
+    for (const r of resources) {
+      if (r.kind === 'database' && r.externalId.startsWith('pg:') && this.previewDatabases) await this.previewDatabases.drop(r.externalId.slice(3));
+      else if (!r.externalId.startsWith('route:')) simulated.push(r);
+    }
+    if (simulated.length > 0) await this.fallback.teardownPreview(simulated);
   }
 
   async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
@@ -94,7 +223,11 @@ export class DockerRuntime implements Runtime {
       log('build', `==> ${spec.slug} is listening`);
       return { ok: true };
     } catch (err) {
-      if (signal.aborted) throw signal.reason;
+      if (signal.aborted) {
+        // Cancelled (the deployment was deleted): whatever this build made goes with it.
+        await this.discard(spec);
+        throw signal.reason;
+      }
       if (timeout.aborted) {
         await this.removeContainers(spec.deploymentId);
         const reason = `build timed out after ${this.opts.buildTimeoutMs} ms`;
@@ -185,24 +318,13 @@ export class DockerRuntime implements Runtime {
     return this.docker.createContainer({
       name: `hatchery-${spec.slug}-${spec.deploymentId.toLowerCase()}`,
       Image: imageTag(spec),
-      Env: [
-        ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
-        `PORT=${EGG_PORT}`,
-        `HATCHERY_APP=${spec.slug}`,
-        `HATCHERY_DEPLOYMENT_ID=${spec.deploymentId}`,
-      ],
+      Env: envOf(spec),
       Labels: { [LABELS.app]: spec.slug, [LABELS.deployment]: spec.deploymentId },
       ExposedPorts: { [PORT_KEY]: {} },
       HostConfig: {
+        ...hostConfig(spec),
         PortBindings: { [PORT_KEY]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
-        Memory: spec.memoryMb * 1024 * 1024,
-        MemorySwap: spec.memoryMb * 1024 * 1024,
-        SecurityOpt: ['no-new-privileges'],
-        CapDrop: ['ALL'],
-        CapAdd: CAPABILITIES,
-        PidsLimit: PIDS_LIMIT,
         RestartPolicy: { Name: 'no' },
-        Init: true,
       },
     });
   }
@@ -212,12 +334,13 @@ export class DockerRuntime implements Runtime {
     return this.docker.listContainers({ all: true, filters: { label: [`${LABELS.deployment}=${deploymentId}`] } });
   }
 
-  private async removeContainers(deploymentId: string): Promise<void> {
-    for (const c of await this.containersOf(deploymentId))
-      await this.docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => undefined);
+  /** Removes the deployment's containers; resolves once they are gone (another removal of one may be under way). */
+  private removeContainers(deploymentId: string): Promise<void> {
+    return this.removeLabelled(`${LABELS.deployment}=${deploymentId}`);
+  }
+
+  private async removeLabelled(label: string): Promise<void> {
+    for (const c of await this.docker.listContainers({ all: true, filters: { label: [label] } })) await removed(this.docker.getContainer(c.Id));
   }
 
   /**
@@ -237,8 +360,50 @@ export class DockerRuntime implements Runtime {
     return { ok: false, reason: `did not listen on port ${EGG_PORT}` };
   }
 
-  run(spec: EggSpec, log: LogSink, _hooks: RunHooks): RunningEgg {
-    return new WatchedContainer(this, this.docker, spec, log, this.opts.restartBackoffMs ?? { min: 1000, max: 60_000 });
+  run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
+    return new WatchedContainer(this, this.docker, spec, log, hooks, {
+      backoff: this.opts.restartBackoffMs ?? { min: 1000, max: 60_000 },
+      sleepAfterMs: spec.sleeps ? (this.opts.sleepAfterMs ?? 0) : 0,
+      drainMs: this.opts.drainMs ?? 2000,
+    });
+  }
+
+  async endpoint(deploymentId: string): Promise<Endpoint | null> {
+    for (const c of await this.containersOf(deploymentId)) {
+      if (c.State !== 'running') continue;
+      const port = c.Ports.find((p) => p.PrivatePort === EGG_PORT && p.PublicPort)?.PublicPort;
+      if (port) return { host: '127.0.0.1', port };
+    }
+    return null;
+  }
+
+  /**
+   * Starts the sleeping egg's container again with the memory it has now (its runner notices the
+   * start and follows it again), or a new one if it is gone; resolves once the egg listens.
+   */
+  async wake(spec: EggSpec, signal: AbortSignal): Promise<Endpoint | null> {
+    const [found] = await this.containersOf(spec.deploymentId);
+    let container: Docker.Container;
+    if (!found) container = await this.startFresh(spec);
+    else {
+      container = this.docker.getContainer(found.Id);
+      if (found.State !== 'running') {
+        const bytes = spec.memoryMb * 1024 * 1024;
+        await container.update({ Memory: bytes, MemorySwap: bytes });
+        await container.start().catch(notModified);
+      }
+    }
+    const listening = await this.untilListening(container, signal);
+    return listening.ok ? this.endpoint(spec.deploymentId) : null;
+  }
+
+  async discard(spec: Pick<EggSpec, 'slug' | 'deploymentId'>): Promise<void> {
+    await this.removeContainers(spec.deploymentId);
+    // Refused while a container (a cron run, a preview) still uses it; only the tag goes when another deployment's tag shares it.
+    await this.docker
+      .getImage(imageTag(spec))
+      .remove()
+      .catch(() => undefined);
   }
 
   /** Creates the deployment's container from its image and starts it (restart, rollback, adoption of one that is gone). */
@@ -247,6 +412,65 @@ export class DockerRuntime implements Runtime {
     await container.start();
     return container;
   }
+}
+
+/** What an egg's process sees: the deploy's env, then what Hatchery sets (which wins). */
+function envOf(spec: EggSpec): string[] {
+  return [
+    ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+    `PORT=${EGG_PORT}`,
+    `HATCHERY_APP=${spec.slug}`,
+    `HATCHERY_DEPLOYMENT_ID=${spec.deploymentId}`,
+  ];
+}
+
+/** The limits and protections every container of an egg runs with: its memory, its volume at /data, no new privileges, few capabilities, a pids limit. */
+function hostConfig(spec: EggSpec): Docker.HostConfig {
+  return {
+    Memory: spec.memoryMb * 1024 * 1024,
+    MemorySwap: spec.memoryMb * 1024 * 1024,
+    SecurityOpt: ['no-new-privileges'],
+    CapDrop: ['ALL'],
+    CapAdd: CAPABILITIES,
+    PidsLimit: PIDS_LIMIT,
+    Init: true,
+    Mounts: spec.volume ? [{ Type: 'volume', Source: volumeName(spec.slug), Target: '/data' }] : [],
+  };
+}
+
+/**
+ * Splits a container's multiplexed stdout and stderr into lines, each to `emit` (a last partial
+ * line too); resolves once the stream has ended.
+ */
+function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: string) => void): Promise<void> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const a = lineSplitter(emit);
+  const b = lineSplitter(emit);
+  out.on('data', (c: Buffer) => a.push(c.toString('utf8')));
+  err.on('data', (c: Buffer) => b.push(c.toString('utf8')));
+  docker.modem.demuxStream(stream, out, err);
+  return new Promise<void>((resolve) => {
+    const end = () => {
+      a.end();
+      b.end();
+      resolve();
+    };
+    stream.once('end', end);
+    stream.once('close', end);
+    stream.once('error', end);
+  });
+}
+
+/** Removes the container (killing it) and resolves once it is gone, whoever else is removing it meanwhile. */
+async function removed(container: Docker.Container): Promise<void> {
+  await container.remove({ force: true }).catch(() => undefined);
+  await container.wait({ condition: 'removed' }).catch(() => undefined);
+}
+
+/** Starting a container that already runs answers 304: not an error here. */
+function notModified(err: unknown): void {
+  if ((err as { statusCode?: number }).statusCode !== 304) throw err;
 }
 
 /** A Dockerfile for a Node source without one. */
@@ -291,57 +515,164 @@ function answers(port: number, ms: number): Promise<boolean> {
   });
 }
 
-/** One running deployment's container, watched: its log lines go to `log`; when it exits on its own, it is started again after a backoff. */
+/** One running deployment's container, watched: its log lines go to `log`; when it exits on its own, it is started again after a backoff; idle, it may sleep. */
 class WatchedContainer implements RunningEgg {
-  private ended = false;
-  private logs: NodeJS.ReadableStream | null = null;
+  /** Aborted when this runner stops watching: every request it has open to the Engine (logs, wait, events) ends with it. */
+  private readonly watching = new AbortController();
   /** The container's timestamp of the newest line passed on, in nanoseconds. */
   private lastSeenNs = 0n;
+  /** This runner stopped the container because the egg was idle; a request starts it again. */
+  private asleep: boolean;
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly runtime: DockerRuntime,
     private readonly docker: Docker,
     private readonly spec: EggSpec,
     private readonly log: LogSink,
-    private readonly backoff: { min: number; max: number },
+    private readonly hooks: RunHooks,
+    private readonly opts: { backoff: { min: number; max: number }; sleepAfterMs: number; drainMs: number },
   ) {
+    this.asleep = spec.asleep === true;
     void this.watch().catch((err: unknown) => {
       if (!this.ended) this.log('runtime', `==> hatchery lost track of ${spec.slug}: ${engineError(err)}`);
     });
   }
 
-  private async container(): Promise<{ container: Docker.Container; adopted: boolean }> {
-    const [found] = await this.runtime.containersOf(this.spec.deploymentId);
-    if (found && found.State === 'running') return { container: this.docker.getContainer(found.Id), adopted: true };
-    return { container: await this.runtime.startFresh(this.spec), adopted: false };
+  private get ended(): boolean {
+    return this.watching.signal.aborted;
+  }
+
+  /** The deployment's container: the one running (adopted), else (unless asleep) a new one. */
+  private async container(): Promise<Docker.Container | null> {
+    const found = await this.runtime.containersOf(this.spec.deploymentId);
+    const running = found.find((c) => c.State === 'running');
+    if (running) {
+      this.asleep = false;
+      return this.docker.getContainer(running.Id);
+    }
+    if (this.asleep && found.length > 0) return null;
+    this.asleep = false;
+    return this.runtime.startFresh(this.spec);
   }
 
   private async watch(): Promise<void> {
-    let { container } = await this.container();
-    let delay = this.backoff.min;
-    // Lines from the container's start, the first time: the build started it and no one read them yet.
+    let container = await this.container();
+    let delay = this.opts.backoff.min;
+    // Lines from the container's start, the first time (the build started it and no one read them
+    // yet), except those stored already: an adopted container's lines up to its last runner's detach.
     let since = 0;
+    const stored = await this.hooks.lastLineAt();
+    if (stored) {
+      // Stored times are whole milliseconds: the rest of that millisecond was passed on too.
+      this.lastSeenNs = BigInt(stored.getTime()) * 1_000_000n + 999_999n;
+      since = Math.floor(stored.getTime() / 1000);
+    }
     while (!this.ended) {
+      if (!container) {
+        container = await this.untilWoken();
+        if (!container) return;
+        const info = await container.inspect();
+        this.log('runtime', `==> Waking ${this.spec.slug} with ${Math.round((info.HostConfig.Memory ?? 0) / 1024 / 1024)} MB of memory`);
+        since = Number(this.lastSeenNs / 1_000_000_000n);
+      }
       const startedAt = Date.now();
       await this.follow(container, since);
-      const exit = (await container.wait()) as { StatusCode: number };
+      this.watchIdle(container);
+      const exit = (await container.wait({ abortSignal: this.watching.signal })) as { StatusCode: number };
+      this.unwatchIdle();
       if (this.ended) return;
-      this.log('runtime', `==> ${this.spec.slug} exited with code ${exit.StatusCode}; restarting in ${Math.round(delay / 1000)} s`);
-      await sleep(delay);
-      if (this.ended) return;
-      delay = Date.now() - startedAt > 60_000 ? this.backoff.min : Math.min(this.backoff.max, delay * 2);
       since = Number(this.lastSeenNs / 1_000_000_000n);
+      if (this.asleep) {
+        container = null;
+        continue;
+      }
+      this.log('runtime', `==> ${this.spec.slug} exited with code ${exit.StatusCode}; restarting in ${Math.round(delay / 1000)} s`);
+      await sleep(delay, undefined, { signal: this.watching.signal });
+      delay = Date.now() - startedAt > 60_000 ? this.opts.backoff.min : Math.min(this.opts.backoff.max, delay * 2);
       try {
         await container.start();
       } catch {
-        ({ container } = await this.container());
+        container = await this.container();
       }
     }
   }
 
+  /**
+   * Checks, a few times per sleep period, when the egg last served a request; past the period it
+   * stops the container and tells the gateway, which stops metering it. A request that arrived
+   * meanwhile keeps it awake (the container starts again).
+   */
+  private watchIdle(container: Docker.Container): void {
+    const after = this.opts.sleepAfterMs;
+    if (after <= 0) return;
+    const awakeSince = Date.now();
+    const check = async () => {
+      const last = (await this.hooks.lastActive())?.getTime() ?? 0;
+      const idleSince = Math.max(last, awakeSince);
+      if (this.ended || this.idleTimer === null || Date.now() - idleSince < after) return;
+      this.unwatchIdle();
+      this.asleep = true;
+      await container.stop({ t: 5 }).catch(notModified);
+      if (await this.hooks.asleep(new Date(idleSince))) {
+        this.log('runtime', `==> Sleeping: ${this.spec.slug} served no request for ${Math.round((Date.now() - idleSince) / 1000)} s`);
+        return;
+      }
+      // A request came while it stopped: the router waits for it to listen again.
+      await container.start().catch(notModified);
+    };
+    this.idleTimer = setInterval(
+      () => void check().catch((err: unknown) => this.log('runtime', `==> idle check failed: ${engineError(err)}`)),
+      Math.min(5000, Math.max(100, after / 4)),
+    );
+    this.idleTimer.unref();
+  }
+
+  private unwatchIdle(): void {
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    this.idleTimer = null;
+  }
+
+  /** Waits until someone (a request through a router) starts the sleeping egg's container; null once stopped. */
+  private async untilWoken(): Promise<Docker.Container | null> {
+    const events = await this.docker.getEvents({
+      filters: { type: ['container'], event: ['start'], label: [`${LABELS.deployment}=${this.spec.deploymentId}`] },
+      abortSignal: this.watching.signal,
+    });
+    try {
+      while (!this.ended) {
+        const found = await this.runtime.containersOf(this.spec.deploymentId);
+        const running = found.find((c) => c.State === 'running');
+        if (running) {
+          this.asleep = false;
+          return this.docker.getContainer(running.Id);
+        }
+        if (found.length === 0) {
+          // Removed while asleep (by hand): the next request finds nothing to wake, so run it again.
+          this.asleep = false;
+          return this.runtime.startFresh(this.spec);
+        }
+        // The next start event, or a look every few seconds should an event be missed.
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            events.off('data', done);
+            events.off('close', done);
+            resolve();
+          };
+          const timer = setTimeout(done, 5000);
+          events.once('data', done);
+          events.once('close', done);
+        });
+      }
+      return null;
+    } finally {
+      (events as { destroy?: () => void }).destroy?.();
+    }
+  }
+
   private async follow(container: Docker.Container, since: number): Promise<void> {
-    const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since });
-    this.logs = stream;
+    const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
     const emit = (raw: string) => {
       const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z ?(.*)$/.exec(raw);
       if (!m) return this.log('runtime', raw);
@@ -351,30 +682,21 @@ class WatchedContainer implements RunningEgg {
       this.lastSeenNs = ns;
       this.log('runtime', m[3], new Date(Number(ns / 1_000_000n)));
     };
-    const out = new PassThrough();
-    const err = new PassThrough();
-    const a = lineSplitter(emit);
-    const b = lineSplitter(emit);
-    out.on('data', (c: Buffer) => a.push(c.toString('utf8')));
-    err.on('data', (c: Buffer) => b.push(c.toString('utf8')));
-    this.docker.modem.demuxStream(stream, out, err);
-    stream.on('end', () => {
-      a.end();
-      b.end();
-    });
+    void demuxLines(this.docker, stream, emit);
   }
 
   private unwatch(): void {
-    this.ended = true;
-    (this.logs as { destroy?: () => void } | null)?.destroy?.();
+    this.unwatchIdle();
+    this.watching.abort();
   }
 
-  stop(): void {
+  async stop(opts: { drain?: boolean } = {}): Promise<void> {
     this.unwatch();
-    void this.runtime
-      .containersOf(this.spec.deploymentId)
-      .then((found) => Promise.all(found.map((c) => this.docker.getContainer(c.Id).remove({ force: true }))))
-      .catch(() => undefined);
+    const found = await this.runtime.containersOf(this.spec.deploymentId).catch(() => []);
+    const remove = () => Promise.all(found.map((c) => removed(this.docker.getContainer(c.Id))));
+    // Superseded: the router already sends new requests to its successor; those in flight finish first.
+    if (opts.drain) setTimeout(() => void remove(), this.opts.drainMs).unref();
+    else await remove();
   }
 
   detach(): void {

@@ -1,4 +1,4 @@
-import { CreateCronDocument, CronRunsDocument, CronsDocument, DeleteCronDocument } from '../../../client/generated';
+import { CancelCronRunDocument, CreateCronDocument, CronRunsDocument, CronsDocument, DeleteCronDocument } from '../../../client/generated';
 import { allPages, Command, Ctx, str, wholeNumber } from '../command';
 import { json, status, table } from '../output';
 
@@ -49,6 +49,16 @@ export const cronCommands: Command[] = [
       const { deleteCron } = await ctx.api().request(DeleteCronDocument, { app, id });
       if (ctx.json) return ctx.out(json({ deleted: deleteCron }));
       ctx.out(`Deleted cron ${deleteCron}\n`);
+    },
+  },
+  {
+    path: ['crons', 'cancel'],
+    args: ['<app>', '<id>', '<run>'],
+    summary: 'stop a running run of a cron; it ends failed, reason cancelled',
+    async run(ctx, [app, id, run]) {
+      const { cancelCronRun: r } = await ctx.api().request(CancelCronRunDocument, { app, id, run });
+      if (ctx.json) return ctx.out(json(r));
+      ctx.out(`Cancelled run ${ctx.c.bold(r.id)} of cron ${id}: ${r.failureReason ?? r.status.toLowerCase()}\n`);
     },
   },
   {

@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs';
+import path from 'node:path';
 import {
   DeployDocument,
   DeploymentDocument,
@@ -11,9 +13,10 @@ import {
   LogType,
 } from '../../../client/generated';
 import { ENV_NAME_RULE, isEnvName } from '../../../client/env-names';
-import { TransportError } from '../api';
-import { Command, Ctx, str, strings, UsageError, wholeNumber } from '../command';
-import { json, lower, Spinner, status, table } from '../output';
+import { HatchApi, TransportError } from '../api';
+import { Command, Ctx, OptionValues, str, strings, UsageError, wholeNumber } from '../command';
+import { bytes, json, lower, Spinner, status, table } from '../output';
+import { packToTempFile } from '../pack';
 
 interface Line {
   seq: number;
@@ -60,24 +63,98 @@ function formatLine(ctx: Ctx, l: Line): string {
   return `${ctx.c.dim(l.timestamp)} ${l.type === 'BUILD' ? ctx.c.cyan(type) : ctx.c.magenta(type)} ${l.message}`;
 }
 
+/** What a deploy builds: a folder to upload, the egg's newest source, or an image. */
+type What = { kind: 'folder'; dir: string; shown: string } | { kind: 'latest' } | { kind: 'image'; image: string };
+
+function whatToDeploy(options: OptionValues): What {
+  const dir = str(options, 'dir');
+  const image = str(options, 'image');
+  const noSource = options['no-source'] === true;
+  if ([dir !== undefined, image !== undefined, noSource].filter(Boolean).length > 1) {
+    throw new UsageError('--dir, --no-source and --image do not go together: upload a folder, rebuild the last upload, or run an image');
+  }
+  if (noSource) return { kind: 'latest' };
+  if (image !== undefined) return { kind: 'image', image };
+  const shown = dir ?? '.';
+  let isDir: boolean;
+  try {
+    isDir = statSync(shown).isDirectory();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(`--dir ${shown}: ${code === 'ENOENT' || code === 'ENOTDIR' ? 'no such folder' : (err as Error).message}`);
+  }
+  if (!isDir) throw new UsageError(`--dir ${shown} is not a folder`);
+  return { kind: 'folder', dir: path.resolve(shown), shown };
+}
+
+/**
+ * Packs the folder (pack.ts) into a temporary file and uploads it, with progress on a terminal's
+ * stderr; returns the source id. The temporary file is removed whatever happens.
+ */
+async function uploadFolder(ctx: Ctx, api: HatchApi, app: string, what: { dir: string; shown: string }): Promise<string> {
+  const spinner = new Spinner(ctx.stderrIsTTY && !ctx.json, ctx.ce);
+  spinner.start(`Packing ${what.shown}`);
+  let packed: Awaited<ReturnType<typeof packToTempFile>> | null = null;
+  try {
+    packed = await packToTempFile(what.dir, (n) => spinner.update(`Packing ${what.shown}: ${n} entries`));
+    const size = bytes(packed.bytes);
+    let shown = -1;
+    let drawn = 0;
+    const { source, created } = await api.uploadSource(app, packed.file, packed.bytes, {
+      onProgress: (sent, total) => {
+        const pct = total === 0 ? 100 : Math.floor((sent * 100) / total);
+        // Every percent would be too many redraws for a fast link; the first and last always show.
+        if (pct === shown || (pct !== 0 && pct !== 100 && Date.now() - drawn < 100)) return;
+        shown = pct;
+        drawn = Date.now();
+        spinner.show(`Uploading ${size}… ${pct}%`);
+      },
+      onNotice: (m) => spinner.print(process.stderr, ctx.ce.yellow(`hatch: ${m}`)),
+    });
+    spinner.stop();
+    const files = packed.entries.filter((e) => e.type !== 'directory').length;
+    if (!ctx.json) ctx.out(`Uploaded ${files} ${files === 1 ? 'file' : 'files'}, ${size} (${source.id}${created ? '' : ', already uploaded'})\n`);
+    return source.id;
+  } finally {
+    spinner.stop();
+    packed?.remove();
+  }
+}
+
 const notice = (ctx: Ctx) => (message: string) => ctx.err(ctx.ce.yellow(`hatch: ${message}`) + '\n');
 
 export const deployCommands: Command[] = [
   {
     path: ['deploy'],
     args: ['<app>'],
-    summary: 'deploy an egg and stream its build until it is live or failed',
+    summary: 'upload a folder, deploy it and stream its build until it is live or failed',
     help:
-      'Streams the build log over graphql-ws (reconnecting if the connection drops) and exits 0\n' +
-      'when the deployment is live, 1 when it failed. With --json, build lines go to stderr and\n' +
-      'stdout gets the final deployment.',
+      'Packs the folder (--dir, else the current one) into a .tar.gz and uploads it as a source of\n' +
+      'the egg, with progress on a terminal; deploys that source, streams the build log over\n' +
+      'graphql-ws (reconnecting if the connection drops) and exits 0 when the deployment is live, 1\n' +
+      'when it failed or the upload was refused (with the reason). The same folder again uploads\n' +
+      'the same source.\n' +
+      '\n' +
+      'What is packed: everything in the folder except .git and what its ignore files exclude: the\n' +
+      '.gitignore files (root and nested, as git reads them) and a .hatchignore at the root, same\n' +
+      'syntax, read last: it excludes more, or re-includes with `!` (`!dist/`). Nothing else is\n' +
+      'skipped, not even node_modules, unless an ignore file says so. Symbolic links are packed as\n' +
+      'links if they stay inside the folder; any other stops the deploy before the upload.\n' +
+      '\n' +
+      'With --json, build lines go to stderr and stdout gets the final deployment.',
     options: {
       env: { type: 'string', multiple: true, value: '<KEY=VALUE>', description: 'an environment variable; repeat for more' },
+      dir: { type: 'string', value: '<path>', description: 'the folder to upload (default: the current one)' },
+      'no-source': { type: 'boolean', description: 'upload nothing: build the egg’s newest uploaded source again' },
+      image: { type: 'string', value: '<ref>', description: 'run this image (e.g. nginx:1.27) instead of building a source; uploads nothing' },
     },
     async run(ctx, [app], options) {
       const api = ctx.api();
       const env = parseEnv(strings(options, 'env'));
-      const { deploy: d } = await api.request(DeployDocument, { input: { project: app, env } });
+      const what = whatToDeploy(options);
+      const source = what.kind === 'folder' ? await uploadFolder(ctx, api, app, what) : undefined;
+      const image = what.kind === 'image' ? what.image : undefined;
+      const { deploy: d } = await api.request(DeployDocument, { input: { project: app, env, source, image } });
       const spinner = new Spinner(ctx.stderrIsTTY && !ctx.json, ctx.ce);
       const human = ctx.json ? process.stderr : process.stdout;
       spinner.print(human, `Deploying ${ctx.c.bold(app)}: ${d.id}`);

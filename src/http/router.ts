@@ -1,0 +1,223 @@
+import http, { IncomingMessage, ServerResponse } from 'node:http';
+import { Duplex, Readable } from 'node:stream';
+import { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ProxyServer } from 'http-proxy-3';
+import type { Logger } from '../log';
+import { parseHostLabel } from '../modules/apps/hosts';
+import type { DeploymentsService, EggRoute } from '../modules/deployments/deployments.service';
+import type { Endpoint, Runtime } from '../runtime/runtime.port';
+
+export interface RouterOptions {
+  appsDomain: string;
+  deployments: Pick<DeploymentsService, 'route' | 'wakeForRequest' | 'touch' | 'supervisor'>;
+  runtime: Runtime;
+  log: Logger;
+  /** How long a request waits for its egg to listen (a restart, a rollback, a crash's backoff) before a 503. */
+  waitMs?: number;
+  /** How long a sleeping egg may take to wake and listen. */
+  wakeTimeoutMs?: number;
+}
+
+export interface Router {
+  listen(port: number, host: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+type Problem = { status: number; code: string; title: string; detail: string; retryAfter?: number };
+
+const problem = (status: number, code: string, title: string, detail: string, retryAfter?: number): Problem => ({ status, code, title, detail, retryAfter });
+
+/** A request with no body can be sent again after a connection that failed before any answer. */
+function bodiless(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+}
+
+/**
+ * The second listener: requests to eggs, routed by `Host` under the apps domain to the container
+ * of the deployment that runs for it (src/modules/apps/hosts.ts names the hosts), WebSockets
+ * included. A request to a sleeping egg wakes it and waits until it listens; one to an egg
+ * restarting waits a little; one to nothing live is a 503 with Retry-After. Each proxied request
+ * becomes one runtime log line of its deployment (`GET /path 200 12ms`), written by whichever
+ * gateway runs it.
+ */
+export function createRouter(opts: RouterOptions): Router {
+  const suffix = `.${opts.appsDomain.toLowerCase()}`;
+  const waitMs = opts.waitMs ?? 10_000;
+  const proxy = new ProxyServer({ xfwd: true, agent: new http.Agent({ keepAlive: false }) });
+  // Errors are answered where each request is proxied; this keeps a stray one from crashing the process.
+  proxy.on('error', (err) => opts.log.debug({ err }, 'router: proxy error'));
+  const endpoints = new Map<string, { at: number; endpoint: Endpoint }>();
+  const waking = new Map<string, Promise<Endpoint | null>>();
+  // Deployments that served requests since the last flush, and open WebSockets per deployment.
+  const touched = new Set<string>();
+  const sockets = new Map<string, number>();
+
+  const flush = setInterval(() => {
+    const ids = [...new Set([...touched, ...sockets.keys()])];
+    touched.clear();
+    void opts.deployments.touch(ids).catch((err: unknown) => opts.log.warn({ err }, 'router: recording activity failed'));
+  }, 1000);
+  flush.unref();
+
+  /** What the host names, or the problem to answer instead. */
+  async function resolve(req: IncomingMessage): Promise<{ route: EggRoute & { kind: 'egg' }; deploymentId: string } | Problem> {
+    const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+    const label = host.endsWith(suffix) ? host.slice(0, -suffix.length) : null;
+    const target = label && !label.includes('.') ? parseHostLabel(label) : null;
+    if (!target) return problem(404, 'not_found', 'Not Found', `no egg is served at ${host || '(no Host header)'}: hosts are <egg>${suffix}`);
+    const route = await opts.deployments.route(target);
+    if (!route) return problem(404, 'not_found', 'Not Found', `no egg, deployment or preview has the host ${host}`);
+    if (route.kind === 'preview') return problem(503, 'service_unavailable', 'Service Unavailable', `preview ${host} does not run on this runtime yet`, 30);
+    if (!route.deploymentId) return problem(503, 'service_unavailable', 'Service Unavailable', route.detail ?? `${route.slug} has nothing live`, 5);
+    if (opts.runtime.kind === 'simulated')
+      return problem(
+        503,
+        'service_unavailable',
+        'Service Unavailable',
+        'this gateway runs the simulated runtime: no egg listens (HATCHERY_RUNTIME=docker)',
+        60,
+      );
+    return { route, deploymentId: route.deploymentId };
+  }
+
+  /** Where the deployment's egg listens: woken first if asleep; waited for a while if not listening yet. */
+  async function endpointOf(route: EggRoute & { kind: 'egg' }, deploymentId: string, fresh: boolean): Promise<Endpoint | null> {
+    const cached = endpoints.get(deploymentId);
+    if (!fresh && cached && Date.now() - cached.at < 2000) return cached.endpoint;
+    const deadline = Date.now() + waitMs;
+    let asleep = route.asleep;
+    for (;;) {
+      const found = asleep ? await wake(deploymentId) : await opts.runtime.endpoint(deploymentId);
+      if (found) {
+        endpoints.set(deploymentId, { at: Date.now(), endpoint: found });
+        return found;
+      }
+      if (Date.now() >= deadline) return null;
+      await sleep(200);
+      // It may have gone to sleep meanwhile (its runner saw no request for a while).
+      const again = await opts.deployments.route({ kind: 'app', slug: route.slug });
+      if (again?.kind !== 'egg' || again.deploymentId !== deploymentId) return null;
+      asleep = again.asleep;
+    }
+  }
+
+  /** One wake per deployment at a time on this gateway; every request waiting for it shares it. */
+  function wake(deploymentId: string): Promise<Endpoint | null> {
+    let pending = waking.get(deploymentId);
+    if (!pending) {
+      pending = (async () => {
+        const spec = await opts.deployments.wakeForRequest(deploymentId);
+        return spec ? opts.runtime.wake(spec, AbortSignal.timeout(opts.wakeTimeoutMs ?? 60_000)) : null;
+      })().finally(() => waking.delete(deploymentId));
+      waking.set(deploymentId, pending);
+    }
+    return pending;
+  }
+
+  /** The deployment's runtime line for a request passed to it, `GET /path 200 12ms` (the path without its query: it may hold secrets). */
+  function logRequest(deploymentId: string, req: IncomingMessage, status: number, started: number): void {
+    const path = (req.url ?? '/').split('?')[0].slice(0, 200);
+    opts.deployments.supervisor.runtimeLine(deploymentId, `${req.method} ${path} ${status} ${Math.round(performance.now() - started)}ms`, new Date());
+  }
+
+  function sendProblem(res: ServerResponse, p: Problem): void {
+    if (res.headersSent) return void res.destroy();
+    const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+    if (p.retryAfter !== undefined) headers['retry-after'] = String(p.retryAfter);
+    res.writeHead(p.status, headers);
+    res.end(JSON.stringify({ type: `https://hatchery.run/problems/${p.code}`, title: p.title, status: p.status, code: p.code, detail: p.detail }));
+  }
+
+  async function web(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const resolved = await resolve(req);
+    if ('status' in resolved) return sendProblem(res, resolved);
+    const { route, deploymentId } = resolved;
+    res.once('close', () => logRequest(deploymentId, req, res.statusCode, started));
+    touched.add(deploymentId);
+    const retry = bodiless(req);
+    for (let attempt = 0; ; attempt++) {
+      const endpoint = await endpointOf(route, deploymentId, attempt > 0);
+      if (!endpoint)
+        return sendProblem(res, problem(503, 'service_unavailable', 'Service Unavailable', `${route.slug} is not listening; try again shortly`, 5));
+      const failed = await new Promise<Error | null>((done) => {
+        res.once('close', () => done(null));
+        // A body-less request is sent from an empty stream, so it can be sent again.
+        const buffer = retry ? Readable.from([]) : undefined;
+        proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
+      });
+      if (!failed) return;
+      endpoints.delete(deploymentId);
+      // A container restarted or replaced between the lookup and the connect: look again.
+      if (retry && !res.headersSent && attempt < 3 && !req.destroyed) continue;
+      return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${route.slug} did not answer: ${failed.message}`));
+    }
+  }
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const resolved = await resolve(req);
+    const refuse = (p: Problem) => {
+      socket.end(
+        `HTTP/1.1 ${p.status} ${p.title}\r\ncontent-type: application/problem+json\r\nconnection: close\r\n\r\n${JSON.stringify({ status: p.status, code: p.code, detail: p.detail })}`,
+      );
+    };
+    if ('status' in resolved) return refuse(resolved);
+    const { route, deploymentId } = resolved;
+    const endpoint = await endpointOf(route, deploymentId, false);
+    if (!endpoint) return refuse(problem(503, 'service_unavailable', 'Service Unavailable', `${route.slug} is not listening; try again shortly`));
+    const started = performance.now();
+    sockets.set(deploymentId, (sockets.get(deploymentId) ?? 0) + 1);
+    socket.once('close', () => {
+      const left = (sockets.get(deploymentId) ?? 1) - 1;
+      if (left > 0) sockets.set(deploymentId, left);
+      else sockets.delete(deploymentId);
+      touched.add(deploymentId);
+      logRequest(deploymentId, req, 101, started);
+    });
+    proxy.ws(req, socket, head, { target: `http://${endpoint.host}:${endpoint.port}` }, () => {
+      endpoints.delete(deploymentId);
+      socket.destroy();
+    });
+  }
+
+  const server = http.createServer((req, res) => {
+    web(req, res).catch((err: unknown) => {
+      opts.log.error({ err }, 'router: request failed');
+      sendProblem(res, problem(500, 'internal_error', 'Internal Server Error', 'the router failed to serve this request'));
+    });
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    upgrade(req, socket, head).catch((err: unknown) => {
+      opts.log.error({ err }, 'router: upgrade failed');
+      socket.destroy();
+    });
+  });
+
+  return {
+    async listen(port, host) {
+      await new Promise<void>((done, fail) => {
+        server.once('error', fail);
+        server.listen(port, host, () => {
+          server.off('error', fail);
+          done();
+        });
+      });
+      const address = server.address() as AddressInfo;
+      return `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${address.port}`;
+    },
+    async close() {
+      clearInterval(flush);
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+      });
+      const ids = [...touched];
+      touched.clear();
+      await opts.deployments.touch(ids).catch(() => undefined);
+    },
+  };
+}
