@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, Server as NodeServer } from 'node:net';
 import { DataSource } from 'typeorm';
 import { Clock, systemClock } from './clock';
 import { Config } from './config';
@@ -48,6 +48,8 @@ export interface Gateway {
   readonly url: string;
   /** The router's base URL: requests to eggs, by Host. */
   readonly routerUrl: string;
+  /** The API's listener, for what only the server side sees (its connections). */
+  readonly server: NodeServer;
   readonly services: Services;
   readonly ds: DataSource;
   readonly pubsub: GatewayPubSub;
@@ -142,7 +144,9 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
     get services() {
       return need(services, 'services');
     },
-
+    get server() {
+      return need(http, 'HTTP server').app.server;
+    },
     get ds() {
       return need(ds, 'database');
     },

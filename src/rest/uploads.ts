@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FieldError, RateLimited } from '../errors';
@@ -76,6 +77,45 @@ export const uploads: UploadRoute[] = [
   },
 ];
 
+/** How long a refused upload's connection goes on reading, silent, before it is cut. */
+export const LINGER_IDLE_MS = 2000;
+/** And in all: past this it is cut even while the client is still sending. */
+export const LINGER_MAX_MS = 30_000;
+
+/**
+ * A refusal sent before the body was read must not be lost. Closing the socket with the client's
+ * bytes unread makes the kernel answer them with a reset, which can reach the client before it
+ * has read the refusal (it sees EPIPE or ECONNRESET instead of the 413). So the close is staged
+ * (RFC 9112 §9.6, nginx's lingering close): after the response, only our sending side closes, the
+ * rest of the body is read and discarded, and the socket goes once the client closes its side,
+ * after `LINGER_IDLE_MS` without a byte, or after `LINGER_MAX_MS` in all.
+ */
+function closeAfterDraining(req: IncomingMessage): void {
+  const socket = req.socket;
+  req.resume(); // the body's bytes, read and dropped
+  const cut = () => socket.destroy();
+  let idle: NodeJS.Timeout | undefined;
+  const quiet = () => {
+    if (idle) idle.refresh();
+    else idle = setTimeout(cut, LINGER_IDLE_MS).unref();
+  };
+  const max = setTimeout(cut, LINGER_MAX_MS).unref();
+  // Node's server calls destroySoon() once a `connection: close` response is sent: a half-close instead.
+  let staged = false;
+  socket.destroySoon = () => {
+    if (staged) return;
+    staged = true;
+    socket.on('data', quiet);
+    quiet();
+    socket.end();
+    socket.resume();
+  };
+  socket.once('close', () => {
+    clearTimeout(idle);
+    clearTimeout(max);
+  });
+}
+
 /** `Content-Length` as a number, when the client sent a sound one. */
 function declaredLength(req: FastifyRequest): number | null {
   const raw = req.headers['content-length'];
@@ -126,7 +166,10 @@ export function registerUploads(
               return reply.hijack();
             }
             // The rest of the body is not read: the connection cannot carry another request.
-            if (!body.readableEnded) reply.header('connection', 'close');
+            if (!body.readableEnded) {
+              reply.header('connection', 'close');
+              closeAfterDraining(req.raw);
+            }
             if (err instanceof RateLimited) reply.header('retry-after', String(err.retryAfterSeconds));
             throw err;
           }

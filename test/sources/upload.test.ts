@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { EggWithPeople, ISO_MS, makeApp, makeEggWithPeople } from '../support/factories';
 import { expectProblem, expectUnauthorized } from '../rest/problem';
 import { parse } from 'graphql';
 import { drain, helloEgg, sha256, storedRows, tarGz, upload } from './helpers';
+import { LINGER_IDLE_MS } from '../../src/rest/uploads';
 
 const SOURCES = parse(/* GraphQL */ `
   query Sources($app: String!, $first: Int, $after: String) {
@@ -260,6 +262,54 @@ describe('the upload size limit', () => {
     expectProblem(res, 413, 'payload_too_large');
     expect(res.headers.get('connection')).toBe('close');
     expect(await storedRows(t)).toEqual({ sources: 0, chunks: 0 });
+  });
+
+  /**
+   * A raw connection that declares `declared` bytes and sends the head: what the server answers,
+   * and the socket (half-open allowed, so the server's FIN does not end our side).
+   */
+  async function refusedUpload(declared: number) {
+    const port = Number(new URL(t.url).port);
+    const serverSide = new Promise<net.Socket>((r) => t.gateway.server.once('connection', r));
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    const errors: Error[] = [];
+    socket.on('error', (e) => errors.push(e));
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    const serverEnded = new Promise<void>((r) => socket.once('end', r));
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.write(
+      `POST /v1/apps/${egg.slug}/sources HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/gzip\r\n` +
+        `content-length: ${declared}\r\nauthorization: Bearer ${egg.owner.token}\r\n\r\n`,
+    );
+    // The server answers from Content-Length alone, then closes its sending side.
+    await serverEnded;
+    return { socket, serverSide: await serverSide, errors, closed, response: () => received };
+  }
+
+  const write = (socket: net.Socket, chunk: Buffer) => new Promise<void>((resolve, reject) => socket.write(chunk, (err) => (err ? reject(err) : resolve())));
+
+  it('reads and drops the rest of a refused body: a client still sending gets the 413, never a reset (staged close)', async () => {
+    const declared = 3 * MB;
+    const { socket, errors, closed, response } = await refusedUpload(declared);
+    expect(response()).toMatch(/^HTTP\/1\.1 413 /);
+    expect(response()).toMatch(/\r\nconnection: close\r\n/i);
+    // A server that closed at once would answer these bytes with a reset: EPIPE or ECONNRESET here.
+    for (let sent = 0; sent < declared; sent += 64 * 1024) await write(socket, randomBytes(64 * 1024));
+    socket.end();
+    await closed;
+    expect(errors).toEqual([]);
+    expect(await storedRows(t)).toEqual({ sources: 0, chunks: 0 });
+  });
+
+  it('cuts a refused upload that goes silent, after LINGER_IDLE_MS', async () => {
+    const { socket, serverSide, response } = await refusedUpload(3 * MB);
+    expect(response()).toMatch(/^HTTP\/1\.1 413 /);
+    const silentSince = Date.now();
+    // We never close our side and it sees nothing (the FIN came with the answer): the server's socket goes.
+    await new Promise((r) => (serverSide.destroyed ? r(null) : serverSide.once('close', r)));
+    expect(Date.now() - silentSince).toBeGreaterThanOrEqual(LINGER_IDLE_MS - 100);
+    socket.destroy();
   });
 
   it('takes an upload just under the limit', async () => {
