@@ -40,8 +40,10 @@ describe('a build ending while its deployment is deleted', () => {
         blocked = rows.length > 0;
         if (!blocked) await new Promise((r) => setImmediate(r));
       }
-      // The deployment's row is free: the deleter takes it at once, as DELETE does.
-      await deleter.query('SELECT 1 FROM deployments WHERE id = $1 FOR UPDATE NOWAIT', [d.id]);
+      // The deleter takes the deployment's row, as DELETE does. Not NOWAIT: the build's lease renewal
+      // may hold it for an instant. Had finishBuild taken it before the egg's, this would deadlock
+      // and PostgreSQL would abort one side (the deleter here, or finishBuild below).
+      await deleter.query('SELECT 1 FROM deployments WHERE id = $1 FOR UPDATE', [d.id]);
       await deleter.query('DELETE FROM deployments WHERE id = $1', [d.id]);
       await deleter.query('COMMIT');
       // The build's end finds nothing to finish.
