@@ -12,6 +12,7 @@ import {
   DeleteDeploymentDocument,
   DeployDocument,
   DeploymentLogsDocument,
+  DeploymentLogsQuery,
   DeploymentLogStreamDocument,
   DeploymentsDocument,
   RestartAppDocument,
@@ -91,6 +92,18 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
     eggs.push(made);
     return made;
   };
+
+  /** Every stored runtime line of the deployment, oldest first (a long-lived one has more than a page). */
+  async function runtimeLines(id: string) {
+    const lines: DeploymentLogsQuery['deployment']['logs']['nodes'] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page: DeploymentLogsQuery['deployment']['logs'] = (await gqlOk(gateway.url, owner.token, DeploymentLogsDocument, { id, type: 'RUNTIME', first: 100, after })).deployment.logs;
+      lines.push(...page.nodes);
+      if (!page.pageInfo.hasNextPage) return lines;
+      after = page.pageInfo.endCursor;
+    }
+  }
 
   /** Uploads the files as the egg's source and deploys it; resolves once live (or failed). */
   async function deployFiles(s: string, files: Record<string, string>): Promise<{ id: string; status: string }> {
@@ -190,8 +203,7 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
       const seqs = items.map((i) => i.deploymentLogs.seq);
       for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]);
       // No gap: what the stream delivered is exactly what is stored, in the same order.
-      const stored = await gqlOk(gateway.url, owner.token, DeploymentLogsDocument, { id: first, type: 'RUNTIME', first: 1000 });
-      const storedSeqs = stored.deployment.logs.nodes.map((l) => l.seq).filter((s) => s <= seqs[seqs.length - 1]);
+      const storedSeqs = (await runtimeLines(first)).map((l) => l.seq).filter((s) => s <= seqs[seqs.length - 1]);
       expect(seqs).toEqual(storedSeqs);
       stream.unsubscribe();
     } finally {
@@ -328,7 +340,7 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
       await client.dispose();
     }
     // Adopting, the new runner passed on only the container's lines it had not stored: none twice.
-    const stored = (await gqlOk(gateway.url, owner.token, DeploymentLogsDocument, { id: first, type: 'RUNTIME', first: 1000 })).deployment.logs.nodes;
+    const stored = await runtimeLines(first);
     expect(stored.filter((l) => l.message === 'request /before-stop')).toHaveLength(1);
   }, 120_000);
 
