@@ -98,7 +98,9 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
     const lines: DeploymentLogsQuery['deployment']['logs']['nodes'] = [];
     let after: string | null = null;
     for (;;) {
-      const page: DeploymentLogsQuery['deployment']['logs'] = (await gqlOk(gateway.url, owner.token, DeploymentLogsDocument, { id, type: 'RUNTIME', first: 100, after })).deployment.logs;
+      const page: DeploymentLogsQuery['deployment']['logs'] = (
+        await gqlOk(gateway.url, owner.token, DeploymentLogsDocument, { id, type: 'RUNTIME', first: 100, after })
+      ).deployment.logs;
       lines.push(...page.nodes);
       if (!page.pageInfo.hasNextPage) return lines;
       after = page.pageInfo.endCursor;
