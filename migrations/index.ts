@@ -1,3 +1,4 @@
+import { PreviewSourceFailure1795547165967 } from './1795547165967-PreviewSourceFailure';
 import { CronRunFailureReason1795537986218 } from './1795537986218-CronRunFailureReason';
 import { DeploymentSleep1795534642929 } from './1795534642929-DeploymentSleep';
 import { DeploymentSourceImage1795531389144 } from './1795531389144-DeploymentSourceImage';
@@ -36,4 +37,5 @@ export const migrations: MigrationClass[] = [
   DeploymentSourceImage1795531389144,
   DeploymentSleep1795534642929,
   CronRunFailureReason1795537986218,
+  PreviewSourceFailure1795547165967,
 ];

@@ -26,6 +26,8 @@ import { SimulatedRuntime } from './runtime/simulated.runtime';
 import { DockerRuntime } from './runtime/docker/docker.runtime';
 import { dockerClient } from './runtime/docker/engine';
 import { PreviewDatabases } from './runtime/docker/preview-databases';
+import { PreviewRedis } from './runtime/docker/preview-redis';
+import { PreviewRelays } from './runtime/docker/preview-relays';
 import { createRouter, Router } from './http/router';
 import { SecretBox } from './secrets';
 import Stripe from 'stripe';
@@ -126,6 +128,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
   let jobs: Jobs | null = null;
   let router: Router | null = null;
   let runtime: Runtime | null = null;
+  let relays: PreviewRelays | null = null;
   let url = '';
   let routerUrl = '';
 
@@ -183,7 +186,11 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       runtime = opts.runtime
         ? opts.runtime(ds)
         : config.runtime === 'docker'
-          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, simulated, new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key))
+          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, {
+              relays: (relays = new PreviewRelays(path.join(config.dataDir, 'previews'))),
+              databases: new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key),
+              redis: config.redisUrl ? new PreviewRedis(config.redisUrl, key) : null,
+            })
           : simulated;
       const baseUrl = () => config.publicUrl ?? url;
       services = createServices({
@@ -247,13 +254,22 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           { name: 'deployments-reclaim', cron: '* * * * *', handler: () => deployments.supervisor.reclaimOrphans() },
           { name: 'volumes-erase', cron: '* * * * *', handler: () => volumes.eraseExpired() },
           { name: 'previews-expire', cron: '* * * * *', handler: () => previews.expire() },
-          { name: 'previews-reclaim', cron: '* * * * *', handler: () => previews.reclaimOrphans() },
+          {
+            name: 'previews-reclaim',
+            cron: '* * * * *',
+            handler: async () => {
+              await previews.reclaimOrphans();
+              await previews.serveRunning();
+            },
+          },
           { name: 'energy-meter', cron: '* * * * *', handler: () => energy.meter() },
           { name: 'sources-prune', cron: '* * * * *', handler: () => sources.prune() },
           ...(config.webhooks.worker ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }] : []),
         ]);
       }
       if (config.webhooks.worker) services.webhooks.wake(); // what a crashed gateway left in the outbox
+      // Running previews reach their database and Redis through this host's relays: serve any left unserved.
+      void services.previews.serveRunning().catch(onError);
       await http.app.listen({ port, host: config.host });
       const address = http.app.server.address() as AddressInfo;
       url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${address.port}`;
@@ -276,6 +292,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await services?.crons.stop();
       await services?.webhooks.stop();
       await jobs?.stop(config.shutdownGraceMs);
+      await relays?.close();
       await bus.close();
       if (ds?.isInitialized) await ds.destroy();
       await embedded?.stop();

@@ -71,7 +71,7 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const sources = new SourcesService(deps.ds, deps.clock, apps, deps.sources);
   const deployments = new DeploymentsService({ ...deps, apps, volumes, webhooks, sources });
-  const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, {
+  const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, sources, {
     appsDomain: deps.appsDomain,
     ttlMs: deps.previewTtlMs,
     leaseMs: deps.leaseMs,

@@ -24,6 +24,9 @@ export interface Router {
   close(): Promise<void>;
 }
 
+/** What a request goes to: an egg's deployment (its requests are logged and keep it awake), or a preview. */
+type Target = { kind: 'egg'; route: EggRoute & { kind: 'egg' }; deploymentId: string } | { kind: 'preview'; slug: string; previewId: string };
+
 type Problem = { status: number; code: string; title: string; detail: string; retryAfter?: number };
 
 const problem = (status: number, code: string, title: string, detail: string, retryAfter?: number): Problem => ({ status, code, title, detail, retryAfter });
@@ -62,25 +65,45 @@ export function createRouter(opts: RouterOptions): Router {
   flush.unref();
 
   /** What the host names, or the problem to answer instead. */
-  async function resolve(req: IncomingMessage): Promise<{ route: EggRoute & { kind: 'egg' }; deploymentId: string } | Problem> {
+  async function resolve(req: IncomingMessage): Promise<Target | Problem> {
     const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
     const label = host.endsWith(suffix) ? host.slice(0, -suffix.length) : null;
     const target = label && !label.includes('.') ? parseHostLabel(label) : null;
     if (!target) return problem(404, 'not_found', 'Not Found', `no egg is served at ${host || '(no Host header)'}: hosts are <egg>${suffix}`);
     const route = await opts.deployments.route(target);
     if (!route) return problem(404, 'not_found', 'Not Found', `no egg, deployment or preview has the host ${host}`);
-    if (route.kind === 'preview') return problem(503, 'service_unavailable', 'Service Unavailable', `preview ${host} does not run on this runtime yet`, 30);
+    const simulated = problem(
+      503,
+      'service_unavailable',
+      'Service Unavailable',
+      'this gateway runs the simulated runtime: no egg listens (HATCHERY_RUNTIME=docker)',
+      60,
+    );
+    if (route.kind === 'preview') {
+      if (opts.runtime.kind === 'simulated') return simulated;
+      if (route.status === 'building') return problem(503, 'service_unavailable', 'Service Unavailable', `preview ${route.slug} is building`, 5);
+      if (route.status === 'failed')
+        return problem(503, 'service_unavailable', 'Service Unavailable', `preview ${route.slug} failed: ${route.failureReason ?? 'see the preview'}`);
+      return { kind: 'preview', slug: route.slug, previewId: route.previewId };
+    }
     if (!route.deploymentId) return problem(503, 'service_unavailable', 'Service Unavailable', route.detail ?? `${route.slug} has nothing live`, 5);
-    if (opts.runtime.kind === 'simulated')
-      return problem(
-        503,
-        'service_unavailable',
-        'Service Unavailable',
-        'this gateway runs the simulated runtime: no egg listens (HATCHERY_RUNTIME=docker)',
-        60,
-      );
-    return { route, deploymentId: route.deploymentId };
+    if (opts.runtime.kind === 'simulated') return simulated;
+    return { kind: 'egg', route, deploymentId: route.deploymentId };
   }
+
+  /** Where the target listens now (waited for, for an egg), or null. */
+  function endpointFor(target: Target, fresh: boolean): Promise<Endpoint | null> {
+    if (target.kind === 'egg') return endpointOf(target.route, target.deploymentId, fresh);
+    const cached = endpoints.get(target.previewId);
+    if (!fresh && cached && Date.now() - cached.at < 2000) return Promise.resolve(cached.endpoint);
+    return opts.runtime.previewEndpoint(target.previewId).then((found) => {
+      if (found) endpoints.set(target.previewId, { at: Date.now(), endpoint: found });
+      return found;
+    });
+  }
+
+  /** The key under which the target's endpoint is cached: its deployment's or preview's id. */
+  const idOf = (target: Target) => (target.kind === 'egg' ? target.deploymentId : target.previewId);
 
   /** Where the deployment's egg listens: woken first if asleep; waited for a while if not listening yet. */
   async function endpointOf(route: EggRoute & { kind: 'egg' }, deploymentId: string, fresh: boolean): Promise<Endpoint | null> {
@@ -132,16 +155,18 @@ export function createRouter(opts: RouterOptions): Router {
 
   async function web(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const resolved = await resolve(req);
-    if ('status' in resolved) return sendProblem(res, resolved);
-    const { route, deploymentId } = resolved;
-    res.once('close', () => logRequest(deploymentId, req, res.statusCode, started));
-    touched.add(deploymentId);
+    const target = await resolve(req);
+    if ('status' in target) return sendProblem(res, target);
+    const slug = target.kind === 'egg' ? target.route.slug : target.slug;
+    if (target.kind === 'egg') {
+      const { deploymentId } = target;
+      res.once('close', () => logRequest(deploymentId, req, res.statusCode, started));
+      touched.add(deploymentId);
+    }
     const retry = bodiless(req);
     for (let attempt = 0; ; attempt++) {
-      const endpoint = await endpointOf(route, deploymentId, attempt > 0);
-      if (!endpoint)
-        return sendProblem(res, problem(503, 'service_unavailable', 'Service Unavailable', `${route.slug} is not listening; try again shortly`, 5));
+      const endpoint = await endpointFor(target, attempt > 0);
+      if (!endpoint) return sendProblem(res, problem(503, 'service_unavailable', 'Service Unavailable', `${slug} is not listening; try again shortly`, 5));
       const failed = await new Promise<Error | null>((done) => {
         res.once('close', () => done(null));
         // A body-less request is sent from an empty stream, so it can be sent again.
@@ -149,10 +174,10 @@ export function createRouter(opts: RouterOptions): Router {
         proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
       });
       if (!failed) return;
-      endpoints.delete(deploymentId);
+      endpoints.delete(idOf(target));
       // A container restarted or replaced between the lookup and the connect: look again.
       if (retry && !res.headersSent && attempt < 3 && !req.destroyed) continue;
-      return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${route.slug} did not answer: ${failed.message}`));
+      return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${slug} did not answer: ${failed.message}`));
     }
   }
 
@@ -164,20 +189,31 @@ export function createRouter(opts: RouterOptions): Router {
       );
     };
     if ('status' in resolved) return refuse(resolved);
-    const { route, deploymentId } = resolved;
-    const endpoint = await endpointOf(route, deploymentId, false);
-    if (!endpoint) return refuse(problem(503, 'service_unavailable', 'Service Unavailable', `${route.slug} is not listening; try again shortly`));
-    const started = performance.now();
-    sockets.set(deploymentId, (sockets.get(deploymentId) ?? 0) + 1);
-    socket.once('close', () => {
-      const left = (sockets.get(deploymentId) ?? 1) - 1;
-      if (left > 0) sockets.set(deploymentId, left);
-      else sockets.delete(deploymentId);
-      touched.add(deploymentId);
-      logRequest(deploymentId, req, 101, started);
-    });
+    const target = resolved;
+    const endpoint = await endpointFor(target, false);
+    if (!endpoint)
+      return refuse(
+        problem(
+          503,
+          'service_unavailable',
+          'Service Unavailable',
+          `${target.kind === 'egg' ? target.route.slug : target.slug} is not listening; try again shortly`,
+        ),
+      );
+    if (target.kind === 'egg') {
+      const { deploymentId } = target;
+      const started = performance.now();
+      sockets.set(deploymentId, (sockets.get(deploymentId) ?? 0) + 1);
+      socket.once('close', () => {
+        const left = (sockets.get(deploymentId) ?? 1) - 1;
+        if (left > 0) sockets.set(deploymentId, left);
+        else sockets.delete(deploymentId);
+        touched.add(deploymentId);
+        logRequest(deploymentId, req, 101, started);
+      });
+    }
     proxy.ws(req, socket, head, { target: `http://${endpoint.host}:${endpoint.port}` }, () => {
-      endpoints.delete(deploymentId);
+      endpoints.delete(idOf(target));
       socket.destroy();
     });
   }

@@ -269,7 +269,7 @@ export const routes: Route[] = [
       }
       ${resources.Preview.fragment}
     `,
-    body: { pr_number: 'prNumber' },
+    body: { pr_number: 'prNumber', source: 'source' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: (d) => (valueAt(d, 'upsertPreview.created') ? 201 : 200),
     since: '2026-01-15',

@@ -14,6 +14,17 @@ export interface EggSpec {
   volume?: { sizeMb: number } | null;
   /** The egg was put to sleep and no request has woken it since. */
   asleep?: boolean;
+  /**
+   * Runs the image this deployment of the egg was built into instead of building one (a preview
+   * of the egg's latest deployment, when no source is given).
+   */
+  fromDeployment?: string | null;
+  /**
+   * Set for a preview environment: `deploymentId` is the preview's id and `slug` its name
+   * (`<egg>-pr-<n>`). Its container gets no volume and none of the deploy's env, only its own
+   * database and Redis (what `provisionPreview` made), and restarts by itself; nothing runs it.
+   */
+  preview?: { app: string; prNumber: number } | null;
 }
 
 /** Where the router reaches an egg: a port on the Docker host's loopback. */
@@ -104,8 +115,12 @@ export interface Runtime {
   eraseVolume(slug: string): Promise<void>;
   /** Creates what a preview environment owns: its routes, database and addons. */
   provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]>;
-  /** Removes them; removing what is already gone is not an error. */
+  /** Removes them, and whatever runs for the preview; removing what is already gone is not an error. */
   teardownPreview(resources: ProvisionedResource[]): Promise<void>;
+  /** Where the preview answers now; null when nothing of it listens. */
+  previewEndpoint(previewId: string): Promise<Endpoint | null>;
+  /** Makes sure what these running previews reach from their containers is served from this host (after a gateway restart). */
+  servePreviews(previewIds: string[]): Promise<void>;
   /** Starts the built egg; its output arrives through `log` until stopped. */
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg;
 }

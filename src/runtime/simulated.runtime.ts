@@ -101,6 +101,15 @@ export class SimulatedRuntime implements Runtime {
     return Promise.resolve();
   }
 
+  /** A simulated preview is built, but nothing of it listens. */
+  previewEndpoint(): Promise<Endpoint | null> {
+    return Promise.resolve(null);
+  }
+
+  servePreviews(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** What `admin set-volume-usage` sets. */
   static async setVolumeUsage(ds: DataSource, slug: string, usedMb: number): Promise<void> {
     await ds.getRepository(SimVolumeUsage).upsert({ slug, usedMb }, ['slug']);

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { DockerRuntime, EGG_PORT, imageTag, LABELS, volumeName } from '../../src/runtime/docker/docker.runtime';
-import { EggSpec, LogSink, Runtime } from '../../src/runtime/runtime.port';
+import { EggSpec, LogSink } from '../../src/runtime/runtime.port';
 import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../support/docker';
 
 /** An egg: answers `hello <version>`, logs each request, exits with 3 on /crash. */
@@ -21,7 +21,6 @@ describeDocker('the Docker runtime (real Engine)', () => {
   let d: Docker;
   let base: string;
   let runtime: DockerRuntime;
-  const fallback = {} as Pick<Runtime, 'runCommand' | 'volumeUsage' | 'eraseVolume' | 'provisionPreview' | 'teardownPreview'>;
   let n = 0;
   const made: string[] = [];
 
@@ -83,7 +82,7 @@ describeDocker('the Docker runtime (real Engine)', () => {
   beforeAll(async () => {
     d = docker();
     base = await ensureNodeImage(d);
-    runtime = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 120_000, healthTimeoutMs: 15_000, restartBackoffMs: { min: 200, max: 400 } }, fallback);
+    runtime = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 120_000, healthTimeoutMs: 15_000, restartBackoffMs: { min: 200, max: 400 } });
   }, 120_000);
 
   afterAll(async () => {
@@ -178,7 +177,7 @@ describeDocker('the Docker runtime (real Engine)', () => {
 
   it('a build over HATCHERY_BUILD_TIMEOUT_MS fails saying so; a cancelled one rejects; neither leaves a container or an image', async () => {
     const slow = { Dockerfile: `FROM ${base}\nRUN echo slow ${nonce} && sleep 30\nCMD ["sleep", "60"]\n` };
-    const quick = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 1500, healthTimeoutMs: 1500 }, fallback);
+    const quick = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 1500, healthTimeoutMs: 1500 });
     const timed = spec(slow);
     expect(await quick.build(timed, sink().log, new AbortController().signal)).toEqual({ ok: false, reason: 'build timed out after 1500 ms' });
     expect(await containers(timed.deploymentId)).toEqual([]);
@@ -209,7 +208,7 @@ describeDocker('the Docker runtime (real Engine)', () => {
   }, 60_000);
 
   it('an egg that never listens fails after the health timeout; one that exits first fails at once; neither leaves a container', async () => {
-    const quick = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 60_000, healthTimeoutMs: 1500 }, fallback);
+    const quick = new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 60_000, healthTimeoutMs: 1500 });
     const silent = spec({ Dockerfile: `FROM ${base}\nCMD ["sleep", "60"]\n` });
     expect(await quick.build(silent, sink().log, new AbortController().signal)).toEqual({ ok: false, reason: 'did not listen on port 8080' });
     expect(await containers(silent.deploymentId)).toEqual([]);

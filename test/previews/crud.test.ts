@@ -223,6 +223,7 @@ describe('preview environments: create, update, list, delete', () => {
           prNumber: 7,
           url: expect.stringMatching(/^https:\/\//),
           status: 'BUILDING',
+          failureReason: null,
           expiresAt: iso(now + TTL_MS),
           createdAt: iso(now),
           resources: expect.any(Array),

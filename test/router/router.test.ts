@@ -72,9 +72,11 @@ describe('the router on the simulated runtime', () => {
     expect(old.body.detail).toContain('not');
     expect((await viaRouter(t.gateway.routerUrl, new URL(current.url).host)).body.detail).toContain('simulated runtime');
 
-    // A preview's host names it; previews are not served by the router yet.
+    // A preview's host names it; nothing of a simulated preview listens.
     const { upsertPreview } = await gqlOk(t.url, owner.token, UpsertPreviewDocument, { app: slug, prNumber: 4 });
-    expect((await viaRouter(t.gateway.routerUrl, new URL(upsertPreview.preview.url).host)).status).toBe(503);
+    const preview = await viaRouter(t.gateway.routerUrl, new URL(upsertPreview.preview.url).host);
+    expect(preview).toEqual(problem(503, 'service_unavailable'));
+    expect(preview.body.detail).toContain('simulated runtime');
   });
 
   describe('with a second gateway on the same database', () => {

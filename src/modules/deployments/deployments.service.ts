@@ -46,7 +46,9 @@ export interface DeployInput {
 /** What the router serves for a host under the apps domain (null from `route`: nothing has that host). */
 export type EggRoute =
   /** The egg's main host or a deployment's: `deploymentId` is what runs for it, null when nothing is live. */
-  { kind: 'egg'; slug: string; deploymentId: string | null; asleep: boolean; detail: string | null } | { kind: 'preview'; slug: string };
+  | { kind: 'egg'; slug: string; deploymentId: string | null; asleep: boolean; detail: string | null }
+  /** A preview's host: what runs for it, once it is `ready`. */
+  | { kind: 'preview'; slug: string; previewId: string; status: string; failureReason: string | null };
 
 /** What a deployment builds or runs: an uploaded source, an image, or (an egg with no source yet) neither. */
 interface Artefact {
@@ -325,11 +327,11 @@ export class DeploymentsService {
    */
   async route(target: HostTarget): Promise<EggRoute | null> {
     if (target.kind === 'preview') {
-      const rows = await this.ds.query<unknown[]>('SELECT 1 FROM previews p JOIN apps a ON a.id = p.app_id WHERE a.slug = $1 AND p.pr_number = $2', [
-        target.slug,
-        target.pr,
-      ]);
-      return rows.length > 0 ? { kind: 'preview', slug: target.slug } : null;
+      const [preview] = await this.ds.query<Array<{ id: string; slug: string; status: string; failure_reason: string | null }>>(
+        'SELECT p.id, p.slug, p.status, p.failure_reason FROM previews p JOIN apps a ON a.id = p.app_id WHERE a.slug = $1 AND p.pr_number = $2',
+        [target.slug, target.pr],
+      );
+      return preview ? { kind: 'preview', slug: preview.slug, previewId: preview.id, status: preview.status, failureReason: preview.failure_reason } : null;
     }
     type Row = { id: string | null; status: string | null; slept_at: Date | null; current: boolean };
     const [row] =

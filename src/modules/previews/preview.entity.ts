@@ -1,6 +1,7 @@
 import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { Column, Entity, Index, ManyToOne, PrimaryColumn, Unique } from 'typeorm';
 import { App } from '../apps/app.entity';
+import { Source } from '../sources/source.entity';
 
 export enum PreviewStatus {
   BUILDING = 'building',
@@ -46,6 +47,18 @@ export class Preview {
   @Field(() => PreviewStatus, { description: 'Build status of the preview.' })
   @Column('text')
   status: PreviewStatus;
+
+  @Field(() => String, { nullable: true, description: 'Why a FAILED preview failed (its build step, no live deployment to preview…); null otherwise.' })
+  @Column('text', { nullable: true })
+  failureReason: string | null;
+
+  /** The uploaded source it builds (given with the request); null: it runs the egg's live image. */
+  @Index()
+  @Column('text', { nullable: true })
+  sourceId: string | null;
+
+  @ManyToOne(() => Source)
+  source?: Source;
 
   /** Bumped on every (re)build, so a superseded build cannot overwrite the status. */
   @Column('integer', { default: 1 })

@@ -11,6 +11,8 @@ import { Preview, PreviewResource, PreviewResourceKind, PreviewStatus } from './
 import { InFlight } from '../../in-flight';
 import { hostLabel } from '../apps/hosts';
 import { RowLease } from '../../db/lease';
+import { App } from '../apps/app.entity';
+import { SourcesService } from '../sources/sources.service';
 
 /** A preview build's claim, as a deployment build's (see BuildSupervisor). */
 const PREVIEW_BUILD_LEASE = new RowLease({ table: 'previews', until: 'lease_until', scope: "status = 'building'" });
@@ -46,16 +48,18 @@ export class PreviewsService {
     private readonly clock: Clock,
     private readonly apps: AppsService,
     private readonly runtime: Runtime,
+    private readonly sources: SourcesService,
     private readonly opts: PreviewsOptions,
   ) {
     this.leaseMs = opts.leaseMs ?? 30_000;
   }
 
   /** Creates the preview of a pull request, or redeploys it and extends its expiry. */
-  async upsert(actor: Actor, slug: string, input: { prNumber: number }): Promise<PreviewChange> {
+  async upsert(actor: Actor, slug: string, input: { prNumber: number; source?: string | null }): Promise<PreviewChange> {
     const app = await this.apps.getVisible(actor, slug);
     const { prNumber } = input;
     if (!Number.isInteger(prNumber) || prNumber < 1) throw ValidationFailed.field('prNumber', 'must be an integer of at least 1');
+    const sourceGiven = input.source ?? null;
     let provisioned: ProvisionedResource[] = [];
     try {
       const change = await inTransaction(this.ds, async (tx) => {
@@ -63,10 +67,21 @@ export class PreviewsService {
         const now = this.clock.now();
         const expiresAt = new Date(now.getTime() + this.opts.ttlMs);
         const leaseUntil = new Date(now.getTime() + this.leaseMs);
+        // Held until commit, so the prune cannot remove it under the preview.
+        const sourceId = sourceGiven === null ? null : (await this.sources.claimForDeploy(tx, app.id, sourceGiven)).id;
         const existing = await tx.findOneBy(Preview, { appId: app.id, prNumber });
         if (existing) {
-          Object.assign(existing, { status: PreviewStatus.BUILDING, generation: existing.generation + 1, expiresAt, leaseUntil, updatedAt: now });
-          await tx.update(Preview, { id: existing.id }, { status: existing.status, generation: existing.generation, expiresAt, leaseUntil, updatedAt: now });
+          const change = {
+            status: PreviewStatus.BUILDING,
+            generation: existing.generation + 1,
+            expiresAt,
+            leaseUntil,
+            updatedAt: now,
+            sourceId,
+            failureReason: null,
+          };
+          Object.assign(existing, change);
+          await tx.update(Preview, { id: existing.id }, change);
           return { created: false, preview: existing };
         }
         const count = await tx.countBy(Preview, { appId: app.id });
@@ -83,6 +98,8 @@ export class PreviewsService {
           slug: previewSlug,
           url: `https://${host}`,
           status: PreviewStatus.BUILDING,
+          failureReason: null,
+          sourceId,
           generation: 1,
           leaseUntil,
           expiresAt,
@@ -97,7 +114,7 @@ export class PreviewsService {
         );
         return { created: true, preview };
       });
-      this.build(change.preview, effectiveMemoryMb(app));
+      this.build(change.preview, app);
       return change;
     } catch (err) {
       // The preview was not recorded: what the runtime made for it must not outlive it.
@@ -145,29 +162,66 @@ export class PreviewsService {
     });
   }
 
-  private build(preview: Preview, memoryMb: number): void {
+  /**
+   * Builds and starts the preview: the source it was given, else the egg's live deployment's image
+   * (read when the build starts, so a redeploy of the preview picks up the egg's newest).
+   */
+  private build(preview: Preview, app: App): void {
     if (this.stopped) return;
     this.builds.get(preview.id)?.abort();
     const abort = new AbortController();
     this.builds.set(preview.id, abort);
     this.renewer ??= setInterval(() => void this.renewLeases().catch(this.opts.onError), Math.max(100, Math.floor(this.leaseMs / 3))).unref();
-    const { id, generation, slug } = preview;
+    const { id, generation, slug, sourceId, prNumber } = preview;
     const task = (async () => {
       try {
-        const result = await this.runtime.build({ deploymentId: id, slug, env: {}, memoryMb, sleeps: false }, () => undefined, abort.signal);
+        const [egg] = await this.ds.query<Array<{ current_deployment_id: string | null }>>('SELECT current_deployment_id FROM apps WHERE id = $1', [app.id]);
+        const result = await this.runtime.build(
+          {
+            deploymentId: id,
+            slug,
+            env: {},
+            memoryMb: effectiveMemoryMb(app),
+            sleeps: false,
+            source: sourceId ? async () => (await this.sources.open(sourceId)).stream : null,
+            fromDeployment: egg?.current_deployment_id ?? null,
+            preview: { app: app.slug, prNumber },
+          },
+          () => undefined,
+          abort.signal,
+        );
         await this.ds.query(
-          `UPDATE previews SET status = $3, lease_until = NULL, updated_at = $4
+          `UPDATE previews SET status = $3, failure_reason = $4, lease_until = NULL, updated_at = $5
             WHERE id = $1 AND generation = $2 AND status = 'building'`,
-          [id, generation, result.ok ? PreviewStatus.READY : PreviewStatus.FAILED, this.clock.now()],
+          [id, generation, result.ok ? PreviewStatus.READY : PreviewStatus.FAILED, result.ok ? null : result.reason, this.clock.now()],
         );
       } catch (err) {
-        if (!abort.signal.aborted) this.opts.onError(err);
+        if (abort.signal.aborted) return;
+        this.opts.onError(err);
+        // Not left building for the next gateway to try again and again: failed, and a new POST retries.
+        await this.ds
+          .query(
+            `UPDATE previews SET status = 'failed', failure_reason = $3, lease_until = NULL, updated_at = $4
+              WHERE id = $1 AND generation = $2 AND status = 'building'`,
+            [id, generation, 'the preview could not be built or started (the gateway logged why); update it to try again', this.clock.now()],
+          )
+          .catch(this.opts.onError);
       } finally {
         if (this.builds.get(id) === abort) this.builds.delete(id);
         if (this.builds.size === 0) this.stopRenewing();
       }
     })();
     void this.tasks.track(task);
+  }
+
+  /**
+   * Makes sure what ready previews reach from their containers (their database and Redis relays)
+   * is served on this host: after a gateway restart, by the next one. Run by the reclaim job.
+   */
+  async serveRunning(): Promise<void> {
+    if (this.stopped) return;
+    const rows = await this.ds.query<Array<{ id: string }>>(`SELECT id FROM previews WHERE status = 'ready'`);
+    await this.runtime.servePreviews(rows.map((r) => r.id));
   }
 
   /** Resumes builds whose gateway stopped before they finished. */
@@ -177,7 +231,7 @@ export class PreviewsService {
     const rows = await PREVIEW_BUILD_LEASE.claim(this.ds, { until: new Date(now.getTime() + this.leaseMs), now });
     if (rows.length === 0) return 0;
     const previews = await this.ds.getRepository(Preview).find({ where: { id: In(rows.map((r) => r.id)) }, relations: { app: true } });
-    for (const p of previews) this.build(p, effectiveMemoryMb(p.app!));
+    for (const p of previews) this.build(p, p.app!);
     return previews.length;
   }
 

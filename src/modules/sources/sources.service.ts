@@ -174,7 +174,7 @@ export class SourcesService {
   }
 
   /**
-   * Removes the sources no deployment references that were uploaded more than the retention ago,
+   * Removes the sources no deployment or preview references that were uploaded more than the retention ago,
    * except each egg's newest (what a deploy without `source` builds). Candidates are locked first,
    * skipping any a deploy holds (claimForDeploy), and the references are counted again in a later
    * statement, so a deployment committed meanwhile keeps its source. Returns how many it removed.
@@ -196,13 +196,16 @@ export class SourcesService {
           WHERE s.created_at < $1
             AND EXISTS (SELECT 1 FROM sources n WHERE n.app_id = s.app_id AND (n.created_at, n.id) > (s.created_at, s.id))
             AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.source_id = s.id)
+            AND NOT EXISTS (SELECT 1 FROM previews p WHERE p.source_id = s.id)
           ORDER BY s.id LIMIT ${PRUNE_BATCH}
           FOR UPDATE OF s SKIP LOCKED`,
         [cutoff],
       );
       if (candidates.length === 0) return { candidates: 0, removed: 0 };
       const [, removed] = await tx.query<[unknown[], number]>(
-        'DELETE FROM sources s WHERE s.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.source_id = s.id)',
+        `DELETE FROM sources s WHERE s.id = ANY($1)
+            AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.source_id = s.id)
+            AND NOT EXISTS (SELECT 1 FROM previews p WHERE p.source_id = s.id)`,
         [candidates.map((c) => c.id)],
       );
       return { candidates: candidates.length, removed };

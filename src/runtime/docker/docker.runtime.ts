@@ -22,12 +22,14 @@ import {
 } from '../runtime.port';
 import { lineSplitter } from './lines';
 import { PreviewDatabases } from './preview-databases';
+import { PreviewRedis } from './preview-redis';
+import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './preview-relays';
 
 /** The port every egg listens on, inside its container. */
 export const EGG_PORT = 8080;
 const PORT_KEY = `${EGG_PORT}/tcp`;
 
-export const LABELS = { app: 'hatchery.app', deployment: 'hatchery.deployment', cronRun: 'hatchery.cron-run' } as const;
+export const LABELS = { app: 'hatchery.app', deployment: 'hatchery.deployment', cronRun: 'hatchery.cron-run', preview: 'hatchery.preview' } as const;
 
 /** Capabilities an ordinary server needs (files it owns, dropping to a user, a low port); all others are dropped. */
 const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'NET_BIND_SERVICE', 'KILL'];
@@ -46,6 +48,16 @@ export interface DockerRuntimeOptions {
   drainMs?: number;
   /** How old a volume's measured size may be when read (GET volume). */
   volumeUsageMaxAgeMs?: number;
+}
+
+/** What previews get besides their container; each part is optional. */
+export interface PreviewBackends {
+  /** The Unix-socket relays a preview's container reaches its database and Redis through. */
+  relays: PreviewRelays;
+  /** A database and role per preview (HATCHERY_PREVIEW_DATABASE_URL); null: previews get none. */
+  databases: PreviewDatabases | null;
+  /** A Redis ACL user per preview (REDIS_URL); null: previews get none. */
+  redis: PreviewRedis | null;
 }
 
 /** The Docker volume of an egg. */
@@ -72,8 +84,10 @@ function engineError(err: unknown): string {
  * creates it again where it is gone (a restart, a rollback). A gateway that stops detaches: the
  * containers keep running, and the next runner adopts them by label.
  *
- * Cron runs are containers of the live deployment's image; volumes are Docker volumes. Previews
- * still run on `fallback` (the simulated runtime); they move onto Docker next.
+ * Cron runs are containers of the live deployment's image; volumes are Docker volumes. A preview
+ * is a container too (of the egg's live image, or of a source built for it) with no volume and
+ * none of the deploy's env: its own database and Redis user, reached through relays on Unix
+ * sockets mounted at /run/hatchery (preview-relays.ts), and its own host on the router.
  */
 export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
@@ -81,9 +95,7 @@ export class DockerRuntime implements Runtime {
   constructor(
     private readonly docker: Docker,
     private readonly opts: DockerRuntimeOptions,
-    private readonly fallback: Pick<Runtime, 'provisionPreview' | 'teardownPreview'>,
-    /** Where previews get their databases; without, previews stay simulated. */
-    private readonly previewDatabases: PreviewDatabases | null = null,
+    private readonly previews: PreviewBackends | null = null,
   ) {}
 
   /**
@@ -186,32 +198,112 @@ export class DockerRuntime implements Runtime {
       });
     this.usage?.mb.delete(name);
   }
-  /** A preview's route (its host, which the router resolves) and a database of its own with its own role. */
+  /**
+   * A preview's route (its host, which the router resolves to its container), and where configured
+   * a database with a role of its own and a Redis ACL user confined to its key prefix.
+   */
   async provisionPreview(spec: PreviewSpec): Promise<ProvisionedResource[]> {
-    if (!this.previewDatabases) return this.fallback.provisionPreview(spec);
-    const name = await this.previewDatabases.create(spec.previewId);
-    return [
-      { kind: 'route', name: spec.host, externalId: `route:${spec.host}` },
-      { kind: 'database', name, externalId: `pg:${name}` },
-    ];
+    const made: ProvisionedResource[] = [{ kind: 'route', name: spec.host, externalId: `route:${spec.previewId}` }];
+    try {
+      if (this.previews?.databases) {
+        const name = await this.previews.databases.create(spec.previewId);
+        made.push({ kind: 'database', name, externalId: `pg:${name}` });
+      }
+      if (this.previews?.redis) {
+        const user = await this.previews.redis.create(spec.previewId);
+        made.push({ kind: 'addon', name: `redis ${PreviewRedis.prefixOf(spec.previewId)}*`, externalId: `redis:${user}` });
+      }
+    } catch (err) {
+      await this.teardownPreview(made).catch(() => undefined);
+      throw err;
+    }
+    return made;
   }
 
+  /** The preview's containers and image first (its connections end), then its relays, database, role and Redis user. */
   async teardownPreview(resources: ProvisionedResource[]): Promise<void> {
-    const simulated: ProvisionedResource[] = [];
     for (const r of resources) {
-      if (r.kind === 'database' && r.externalId.startsWith('pg:') && this.previewDatabases) await this.previewDatabases.drop(r.externalId.slice(3));
-      else if (!r.externalId.startsWith('route:')) simulated.push(r);
+      const [kind, id] = [r.externalId.slice(0, r.externalId.indexOf(':')), r.externalId.slice(r.externalId.indexOf(':') + 1)];
+      if (kind === 'route' && id.startsWith('prv_')) {
+        await this.removeContainers(id);
+        for (const image of await this.docker.listImages({ filters: { label: [`${LABELS.deployment}=${id}`] } })) {
+          await this.docker
+            .getImage(image.Id)
+            .remove()
+            .catch(() => undefined);
+        }
+        await this.previews?.relays.stop(id, { remove: true });
+      } else if (kind === 'pg') {
+        if (!this.previews?.databases) throw new Error(`cannot drop the preview database ${id}: no preview database server is configured`);
+        await this.previews.databases.drop(id);
+      } else if (kind === 'redis') {
+        if (!this.previews?.redis) throw new Error(`cannot remove the preview Redis user ${id}: REDIS_URL is not set`);
+        await this.previews.redis.drop(id);
+      }
     }
-    if (simulated.length > 0) await this.fallback.teardownPreview(simulated);
+  }
+
+  async previewEndpoint(previewId: string): Promise<Endpoint | null> {
+    return this.endpoint(previewId);
+  }
+
+  /** Serves the relays of running previews whose relays no gateway on this host serves (this one restarted). */
+  async servePreviews(previewIds: string[]): Promise<void> {
+    if (!this.previews) return;
+    for (const id of previewIds) {
+      if (this.previews.relays.serves(id)) continue;
+      if ((await this.containersOf(id)).length === 0) continue;
+      await this.previews.relays.serve(id, this.relayTargets(id));
+    }
+  }
+
+  private relayTargets(previewId: string): RelayTargets {
+    const { databases, redis } = this.previews ?? {};
+    const database = PreviewDatabases.nameOf(previewId);
+    return {
+      postgres: databases ? { ...databases.server, role: database, database } : undefined,
+      redis: redis ? { ...redis.server, user: PreviewRedis.userOf(previewId), password: redis.passwordOf(previewId) } : undefined,
+    };
+  }
+
+  /** What a preview's process sees: where it runs, its database and its Redis; none of the deploy's env (production secrets stay out of pull requests' code). */
+  private previewEnv(spec: EggSpec & { preview: { app: string; prNumber: number } }): string[] {
+    const id = spec.deploymentId;
+    const env = [`PORT=${EGG_PORT}`, `HATCHERY_APP=${spec.preview.app}`, `HATCHERY_PREVIEW=${spec.preview.prNumber}`, `HATCHERY_PREVIEW_ID=${id}`];
+    const { databases, redis } = this.previews ?? {};
+    if (databases) {
+      const name = PreviewDatabases.nameOf(id);
+      const password = databases.passwordOf(id);
+      env.push(
+        `DATABASE_URL=postgresql://${name}:${password}@localhost/${name}?host=${RELAY_MOUNT}`,
+        `PGHOST=${RELAY_MOUNT}`,
+        `PGUSER=${name}`,
+        `PGPASSWORD=${password}`,
+        `PGDATABASE=${name}`,
+      );
+    }
+    if (redis) {
+      env.push(
+        `REDIS_URL=unix://${RELAY_MOUNT}/${REDIS_SOCKET}`,
+        `REDIS_SOCKET=${RELAY_MOUNT}/${REDIS_SOCKET}`,
+        `REDIS_KEY_PREFIX=${PreviewRedis.prefixOf(id)}`,
+      );
+    }
+    return env;
   }
 
   async build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
     const timeout = AbortSignal.timeout(this.opts.buildTimeoutMs);
     const both = AbortSignal.any([signal, timeout]);
     try {
-      const made = spec.image ? await this.useImage(spec, spec.image, log) : await this.buildSource(spec, log, both);
+      const made = spec.image
+        ? await this.useImage(spec, spec.image, log)
+        : !spec.source && spec.fromDeployment
+          ? await this.useImage(spec, imageTag({ slug: spec.preview?.app ?? spec.slug, deploymentId: spec.fromDeployment }), log)
+          : await this.buildSource(spec, log, both);
       if (!made.ok) return made;
       both.throwIfAborted();
+      if (spec.preview && this.previews) await this.previews.relays.serve(spec.deploymentId, this.relayTargets(spec.deploymentId));
       log('build', `==> Starting ${spec.slug}; waiting for it to listen on port ${EGG_PORT}`);
       const container = await this.startFresh(spec);
       const listening = await this.untilListening(container, both);
@@ -263,7 +355,9 @@ export class DockerRuntime implements Runtime {
   /** Builds the source: its Dockerfile as it is, else a Node image for its package.json. */
   private async buildSource(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
     if (!spec.source) {
-      const reason = 'nothing to build: the deployment has no source and no image';
+      const reason = spec.preview
+        ? `${spec.preview.app} has no live deployment to preview: deploy it first, or give the preview a source`
+        : 'nothing to build: the deployment has no source and no image';
       log('build', `error: ${reason}`);
       return { ok: false, reason };
     }
@@ -315,6 +409,27 @@ export class DockerRuntime implements Runtime {
 
   private async createContainer(spec: EggSpec): Promise<Docker.Container> {
     await this.removeContainers(spec.deploymentId);
+    if (spec.preview) {
+      const preview = spec.preview;
+      const mounts: Docker.MountSettings[] = this.previews
+        ? [{ Type: 'bind', Source: this.previews.relays.dirOf(spec.deploymentId), Target: RELAY_MOUNT, ReadOnly: true }]
+        : [];
+      return this.docker.createContainer({
+        name: `hatchery-${spec.slug}-${spec.deploymentId.toLowerCase()}`,
+        Image: imageTag(spec),
+        Env: this.previewEnv({ ...spec, preview }),
+        Labels: { [LABELS.app]: preview.app, [LABELS.deployment]: spec.deploymentId, [LABELS.preview]: spec.deploymentId },
+        ExposedPorts: { [PORT_KEY]: {} },
+        HostConfig: {
+          // Never the egg's volume: preview data is never production data.
+          ...hostConfig({ ...spec, volume: null }),
+          Mounts: mounts,
+          PortBindings: { [PORT_KEY]: [{ HostIp: '127.0.0.1', HostPort: '' }] },
+          // Nothing watches a preview: the Engine restarts it when it crashes.
+          RestartPolicy: { Name: 'unless-stopped' },
+        },
+      });
+    }
     return this.docker.createContainer({
       name: `hatchery-${spec.slug}-${spec.deploymentId.toLowerCase()}`,
       Image: imageTag(spec),

@@ -20,6 +20,12 @@ export class PreviewDatabases {
     return name;
   }
 
+  /** The server the preview's relay connects to. */
+  get server(): { host: string; port: number } {
+    const u = new URL(this.serverUrl);
+    return { host: u.hostname || '127.0.0.1', port: Number(u.port || 5432) };
+  }
+
   passwordOf(previewId: string): string {
     return createHmac('sha256', this.secret).update(`preview-database:${previewId}`).digest('hex');
   }
