@@ -1,3 +1,4 @@
+import { Replicas1795547809849 } from './1795547809849-Replicas';
 import { PreviewSourceFailure1795547165967 } from './1795547165967-PreviewSourceFailure';
 import { CronRunFailureReason1795537986218 } from './1795537986218-CronRunFailureReason';
 import { DeploymentSleep1795534642929 } from './1795534642929-DeploymentSleep';
@@ -38,4 +39,5 @@ export const migrations: MigrationClass[] = [
   DeploymentSleep1795534642929,
   CronRunFailureReason1795537986218,
   PreviewSourceFailure1795547165967,
+  Replicas1795547809849,
 ];

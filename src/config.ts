@@ -48,6 +48,8 @@ export interface Config {
     /** Eggs an account owns (collaborations do not count). */
     eggsPerAccount: number;
     cronsPerEgg: number;
+    /** The most replicas an egg of each tier may run. */
+    replicas: { free: number; always_on: number };
   };
   webhooks: {
     allowHosts: string[];
@@ -196,6 +198,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokensPerAccount: int(env, 'HATCHERY_MAX_TOKENS_PER_ACCOUNT', 50, 1, 100_000),
       eggsPerAccount: int(env, 'HATCHERY_MAX_EGGS_PER_ACCOUNT', 100, 1, 100_000),
       cronsPerEgg: int(env, 'HATCHERY_MAX_CRONS_PER_EGG', 20, 1, 100_000),
+      replicas: {
+        free: int(env, 'HATCHERY_MAX_REPLICAS_FREE', 1, 1, 100),
+        always_on: int(env, 'HATCHERY_MAX_REPLICAS_ALWAYS_ON', 3, 1, 100),
+      },
     },
     webhooks: {
       allowHosts: (env.HATCHERY_WEBHOOK_ALLOW_HOSTS ?? '')

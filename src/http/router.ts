@@ -51,8 +51,19 @@ export function createRouter(opts: RouterOptions): Router {
   const proxy = new ProxyServer({ xfwd: true, agent: new http.Agent({ keepAlive: false }) });
   // Errors are answered where each request is proxied; this keeps a stray one from crashing the process.
   proxy.on('error', (err) => opts.log.debug({ err }, 'router: proxy error'));
-  const endpoints = new Map<string, { at: number; endpoint: Endpoint }>();
+  const endpoints = new Map<string, { at: number; endpoints: Endpoint[] }>();
   const waking = new Map<string, Promise<Endpoint | null>>();
+  /** Replicas whose connection failed lately, by `host:port`: out of rotation until the time given. */
+  const down = new Map<string, number>();
+  const keyOf = (e: Endpoint) => `${e.host}:${e.port}`;
+  let turn = 0;
+  /** The next replica in turn among those not taken out of rotation (all of them, if every one was). */
+  function pick(list: Endpoint[]): Endpoint | null {
+    const now = Date.now();
+    const up = list.filter((e) => (down.get(keyOf(e)) ?? 0) <= now);
+    const from = up.length > 0 ? up : list;
+    return from.length > 0 ? from[turn++ % from.length] : null;
+  }
   // Deployments that served requests since the last flush, and open WebSockets per deployment.
   const touched = new Set<string>();
   const sockets = new Map<string, number>();
@@ -91,37 +102,44 @@ export function createRouter(opts: RouterOptions): Router {
     return { kind: 'egg', route, deploymentId: route.deploymentId };
   }
 
-  /** Where the target listens now (waited for, for an egg), or null. */
-  function endpointFor(target: Target, fresh: boolean): Promise<Endpoint | null> {
-    if (target.kind === 'egg') return endpointOf(target.route, target.deploymentId, fresh);
+  /** Where the target listens now (waited for, for an egg): one of its replicas, in turn; or null. */
+  async function endpointFor(target: Target, fresh: boolean): Promise<Endpoint | null> {
+    if (target.kind === 'egg') return pick(await endpointOf(target.route, target.deploymentId, fresh));
     const cached = endpoints.get(target.previewId);
-    if (!fresh && cached && Date.now() - cached.at < 2000) return Promise.resolve(cached.endpoint);
-    return opts.runtime.previewEndpoint(target.previewId).then((found) => {
-      if (found) endpoints.set(target.previewId, { at: Date.now(), endpoint: found });
-      return found;
-    });
+    if (!fresh && cached && Date.now() - cached.at < 2000) return pick(cached.endpoints);
+    const found = await opts.runtime.previewEndpoint(target.previewId);
+    if (found) endpoints.set(target.previewId, { at: Date.now(), endpoints: [found] });
+    return found;
+  }
+
+  /** A replica's connection failed: out of rotation for a while, and the next lookup asks the runtime again. */
+  function failed(target: Target, endpoint: Endpoint): void {
+    down.set(keyOf(endpoint), Date.now() + 10_000);
+    endpoints.delete(idOf(target));
+    for (const [key, until] of down) if (until < Date.now()) down.delete(key);
   }
 
   /** The key under which the target's endpoint is cached: its deployment's or preview's id. */
   const idOf = (target: Target) => (target.kind === 'egg' ? target.deploymentId : target.previewId);
 
-  /** Where the deployment's egg listens: woken first if asleep; waited for a while if not listening yet. */
-  async function endpointOf(route: EggRoute & { kind: 'egg' }, deploymentId: string, fresh: boolean): Promise<Endpoint | null> {
+  /** Where the deployment's replicas listen: woken first if asleep; waited for a while if none listens yet. */
+  async function endpointOf(route: EggRoute & { kind: 'egg' }, deploymentId: string, fresh: boolean): Promise<Endpoint[]> {
     const cached = endpoints.get(deploymentId);
-    if (!fresh && cached && Date.now() - cached.at < 2000) return cached.endpoint;
+    if (!fresh && cached && Date.now() - cached.at < 2000) return cached.endpoints;
     const deadline = Date.now() + waitMs;
     let asleep = route.asleep;
     for (;;) {
-      const found = asleep ? await wake(deploymentId) : await opts.runtime.endpoint(deploymentId);
-      if (found) {
-        endpoints.set(deploymentId, { at: Date.now(), endpoint: found });
+      const woken = asleep ? await wake(deploymentId) : null;
+      const found = woken ? [woken] : asleep ? [] : await opts.runtime.endpoints(deploymentId);
+      if (found.length > 0) {
+        endpoints.set(deploymentId, { at: Date.now(), endpoints: found });
         return found;
       }
-      if (Date.now() >= deadline) return null;
+      if (Date.now() >= deadline) return [];
       await sleep(200);
       // It may have gone to sleep meanwhile (its runner saw no request for a while).
       const again = await opts.deployments.route({ kind: 'app', slug: route.slug });
-      if (again?.kind !== 'egg' || again.deploymentId !== deploymentId) return null;
+      if (again?.kind !== 'egg' || again.deploymentId !== deploymentId) return [];
       asleep = again.asleep;
     }
   }
@@ -164,20 +182,25 @@ export function createRouter(opts: RouterOptions): Router {
       touched.add(deploymentId);
     }
     const retry = bodiless(req);
+    const retryUntil = Date.now() + waitMs;
     for (let attempt = 0; ; attempt++) {
       const endpoint = await endpointFor(target, attempt > 0);
       if (!endpoint) return sendProblem(res, problem(503, 'service_unavailable', 'Service Unavailable', `${slug} is not listening; try again shortly`, 5));
-      const failed = await new Promise<Error | null>((done) => {
+      const error = await new Promise<Error | null>((done) => {
         res.once('close', () => done(null));
         // A body-less request is sent from an empty stream, so it can be sent again.
         const buffer = retry ? Readable.from([]) : undefined;
         proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
       });
-      if (!failed) return;
-      endpoints.delete(idOf(target));
-      // A container restarted or replaced between the lookup and the connect: look again.
-      if (retry && !res.headersSent && attempt < 3 && !req.destroyed) continue;
-      return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${slug} did not answer: ${failed.message}`));
+      if (!error) return;
+      failed(target, endpoint);
+      // A replica that failed, or a container restarted or replaced between the lookup and the
+      // connect (a restart, a crash's backoff): another replica at once, then again for a while.
+      if (retry && !res.headersSent && !req.destroyed && Date.now() < retryUntil) {
+        if (attempt > 0) await sleep(200);
+        continue;
+      }
+      return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${slug} did not answer: ${error.message}`));
     }
   }
 
@@ -213,7 +236,7 @@ export function createRouter(opts: RouterOptions): Router {
       });
     }
     proxy.ws(req, socket, head, { target: `http://${endpoint.host}:${endpoint.port}` }, () => {
-      endpoints.delete(idOf(target));
+      failed(target, endpoint);
       socket.destroy();
     });
   }

@@ -189,11 +189,14 @@ export const routes: Route[] = [
       }
       ${resources.Resources.fragment}
     `,
-    body: { memory_mb: 'memoryMb' },
+    body: { memory_mb: 'memoryMb', replicas: 'replicas' },
     variables: (req) => ({ slug: req.params.slug, input: req.input }),
     status: 200,
     since: '2026-09-01',
-    summary: 'Set an egg’s memory',
+    summary: 'Set an egg’s memory and replicas',
+    statuses: {
+      200: 'The memory settings (the replica settings are read through GraphQL: `App.replicas`, `effectiveReplicas`, `replicasCap`)',
+    },
     response: { body: resources.Resources, of: (d) => d.updateResources },
     ownerOnly: true,
   },

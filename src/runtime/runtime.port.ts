@@ -4,6 +4,8 @@ export interface EggSpec {
   slug: string;
   env: Record<string, string>;
   memoryMb: number;
+  /** How many instances to run behind the router (1 when absent); an egg sleeps only with one. */
+  replicas?: number;
   /** Whether the egg's tier lets the runtime put it to sleep when idle. */
   sleeps: boolean;
   /** An image to run instead of building one (the Docker host has it or can pull it). */
@@ -92,8 +94,8 @@ export type CommandResult = { exitCode: number; reason?: undefined } | { exitCod
 export interface Runtime {
   /** Which adapter: only `docker` builds sources and serves requests. */
   readonly kind: 'docker' | 'simulated';
-  /** Where the deployment's egg answers now; null when nothing of it listens (not running, asleep, simulated). */
-  endpoint(deploymentId: string): Promise<Endpoint | null>;
+  /** Where the deployment's replicas answer now; none when nothing of it listens (not running, asleep, simulated). */
+  endpoints(deploymentId: string): Promise<Endpoint[]>;
   /** Starts a sleeping egg again with `spec.memoryMb`; resolves once it listens, with where (null: it cannot run here). */
   wake(spec: EggSpec, signal: AbortSignal): Promise<Endpoint | null>;
   /** Removes what a deleted deployment left on the host: its containers, and its image unless something else uses it. */

@@ -37,8 +37,8 @@ export class SimulatedRuntime implements Runtime {
   ) {}
 
   /** Nothing listens: a simulated egg serves no real request. */
-  endpoint(_deploymentId: string): Promise<Endpoint | null> {
-    return Promise.resolve(null);
+  endpoints(_deploymentId: string): Promise<Endpoint[]> {
+    return Promise.resolve([]);
   }
 
   wake(_spec: EggSpec, _signal: AbortSignal): Promise<Endpoint | null> {

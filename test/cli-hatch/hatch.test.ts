@@ -390,7 +390,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const { user, env } = await session();
       const slug = (await makeApp(t.url, user)).slug;
       const set = parseTable(ok(await hatch(env, ['resources', 'set', slug, '256'])).stdout);
-      expect(set).toEqual([{ SLUG: slug, 'MEMORY MB': '256', 'EFFECTIVE MB': '256', 'CAP MB': '512' }]);
+      expect(set).toEqual([{ SLUG: slug, 'MEMORY MB': '256', 'EFFECTIVE MB': '256', 'CAP MB': '512', REPLICAS: '1', 'REPLICAS CAP': '1' }]);
       expect((await gqlOk(t.url, user.token, AppResourcesDocument, { slug })).app.memoryMb).toBe(256);
 
       const over = await hatch(env, ['resources', 'set', slug, '99999']);
@@ -414,6 +414,23 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const forbidden = await hatch({ ...env, token: collaborator.token }, ['resources', 'set', slug, '128']);
       expect(forbidden.code).toBe(1);
       expect(forbidden.stderr).toMatch(/\(FORBIDDEN\)/);
+    });
+
+    it('resources replicas sets the replicas within the tier’s cap; over it prints the field and exits 1', async () => {
+      const { user, env } = await session();
+      const slug = (await makeApp(t.url, user)).slug;
+      const over = await hatch(env, ['resources', 'replicas', slug, '2']);
+      expect(over.code).toBe(1);
+      expect(over.stderr).toMatch(/^error: replicas: exceeds the free tier’s cap of 1 replica \(LIMIT_EXCEEDED\)$/m);
+      await t.gateway.services.apps.setTier(slug, 'always_on');
+      const set = parseTable(ok(await hatch(env, ['resources', 'replicas', slug, '3'])).stdout);
+      expect(set).toEqual([{ SLUG: slug, 'MEMORY MB': 'default', 'EFFECTIVE MB': '512', 'CAP MB': '1024', REPLICAS: '3', 'REPLICAS CAP': '3' }]);
+      expect(JSON.parse(ok(await hatch(env, ['resources', 'replicas', slug, 'default', '--json'])).stdout)).toMatchObject({
+        slug,
+        replicas: null,
+        effectiveReplicas: 1,
+      });
+      expect((await hatch(env, ['resources', 'replicas', slug, 'many'])).code).toBe(2);
     });
 
     it('previews lists an egg’s previews', async () => {

@@ -39,6 +39,13 @@ export class App {
   @Column('integer', { nullable: true })
   memoryMb: number | null;
 
+  @Field(() => Int, {
+    nullable: true,
+    description: 'Replicas override; null: one. Applies from the next deploy or restart.',
+  })
+  @Column('integer', { nullable: true })
+  replicas: number | null;
+
   /** The deployment the egg's main URL points at: the newest one that went live. */
   @Column('text', { nullable: true })
   currentDeploymentId: string | null;
@@ -69,6 +76,14 @@ export const TIERS: Record<Tier, TierProfile> = {
   [Tier.FREE]: { defaultMemoryMb: 256, memoryCapMb: 512, volumeCapMb: 1024, sleeps: true },
   [Tier.ALWAYS_ON]: { defaultMemoryMb: 512, memoryCapMb: 1024, volumeCapMb: 5120, sleeps: false },
 };
+
+/** The most replicas an egg of each tier may run, unless the operator says otherwise (HATCHERY_MAX_REPLICAS_*). */
+export const DEFAULT_REPLICA_CAPS: Record<Tier, number> = { [Tier.FREE]: 1, [Tier.ALWAYS_ON]: 3 };
+
+/** How many replicas the egg runs from its next deploy or restart; never above the cap. */
+export function effectiveReplicas(app: Pick<App, 'tier' | 'replicas'>, caps: Record<Tier, number> = DEFAULT_REPLICA_CAPS): number {
+  return Math.max(1, Math.min(app.replicas ?? 1, caps[app.tier]));
+}
 
 /** The memory the egg runs with from its next deploy, restart or wake; never above the cap. */
 export function effectiveMemoryMb(app: Pick<App, 'tier' | 'memoryMb'>): number {

@@ -10,7 +10,14 @@ export class CreateAppInput {
 export class UpdateResourcesInput {
   @Field(() => Int, {
     nullable: true,
-    description: 'Memory in MB, at least 64 and at most the tier’s cap; null clears the override. Required.',
+    description: 'Memory in MB, at least 64 and at most the tier’s cap; null clears the override; absent leaves it as it is.',
   })
   memoryMb?: number | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      'Replicas (instances behind the router), at least 1 and at most the tier’s cap (free 1, always-on 3 unless the operator says otherwise); null clears the override (one); absent leaves it as it is. Applies from the next deploy or restart.',
+  })
+  replicas?: number | null;
 }

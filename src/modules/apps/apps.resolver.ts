@@ -54,7 +54,8 @@ export class AppsResolver {
   }
 
   @Mutation(() => App, {
-    description: 'Overrides the egg’s memory (owner only). It applies from the next deploy, restart or wake, never to the running deployment.',
+    description:
+      'Overrides the egg’s memory or replicas (owner only). Memory applies from the next deploy, restart or wake, replicas from the next deploy or restart; never to the running deployment.',
   })
   updateResources(
     @Ctx() ctx: Context,
@@ -72,6 +73,16 @@ export class AppsResolver {
   @FieldResolver(() => Int, { description: 'The most memory in MB the egg’s tier allows.' })
   capMb(@Root() app: App): number {
     return TIERS[app.tier].memoryCapMb;
+  }
+
+  @FieldResolver(() => Int, { description: 'Replicas the egg runs from its next deploy or restart.' })
+  effectiveReplicas(@Root() app: App, @Ctx() ctx: Context): number {
+    return ctx.services.apps.effectiveReplicas(app);
+  }
+
+  @FieldResolver(() => Int, { description: 'The most replicas the egg’s tier allows.' })
+  replicasCap(@Root() app: App, @Ctx() ctx: Context): number {
+    return ctx.services.apps.replicasCap(app.tier);
   }
 
   @FieldResolver(() => User, { description: 'The owner.' })

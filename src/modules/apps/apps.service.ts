@@ -6,7 +6,7 @@ import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
 import { pgCode } from '../../db/transaction';
 import { AccessPublisher, AccountsService } from '../accounts/accounts.service';
-import { App, Tier, TIERS } from './app.entity';
+import { App, DEFAULT_REPLICA_CAPS, effectiveReplicas, Tier, TIERS } from './app.entity';
 import { Collaborator } from './collaborator.entity';
 import { hostUrl, SLUG_RE, SLUG_RULE } from './hosts';
 
@@ -23,7 +23,7 @@ export class AppsService {
     private readonly clock: Clock,
     private readonly accounts: AccountsService,
     private readonly appsDomain: string,
-    private readonly limits: { eggsPerAccount: number },
+    private readonly limits: { eggsPerAccount: number; replicas?: Record<Tier, number> },
     private readonly announce: AccessPublisher = () => undefined,
   ) {}
 
@@ -94,18 +94,41 @@ export class AppsService {
     return pageByIdDesc(qb, 'app', args);
   }
 
-  /** The owner's override of the egg's memory; `null` clears it. Collaborators may not. */
-  async updateResources(actor: Actor, slug: string, input: { memoryMb?: number | null }): Promise<App> {
+  /** The most replicas an egg of this tier may run. */
+  replicasCap(tier: Tier): number {
+    return (this.limits.replicas ?? DEFAULT_REPLICA_CAPS)[tier];
+  }
+
+  /** How many replicas the egg runs from its next deploy or restart. */
+  effectiveReplicas(app: Pick<App, 'tier' | 'replicas'>): number {
+    return effectiveReplicas(app, this.limits.replicas ?? DEFAULT_REPLICA_CAPS);
+  }
+
+  /**
+   * The owner's overrides of the egg's memory and replicas; `null` clears one, an absent field
+   * leaves it as it is (at least one must be given). Collaborators may not.
+   */
+  async updateResources(actor: Actor, slug: string, input: { memoryMb?: number | null; replicas?: number | null }): Promise<App> {
     const app = await this.getOwned(actor, slug, 'change its resources');
-    const { memoryMb } = input;
-    if (memoryMb === undefined) throw ValidationFailed.field('memoryMb', 'is required: an integer of at least 64, or null to clear the override');
-    if (memoryMb !== null) {
+    const { memoryMb, replicas } = input;
+    if (memoryMb === undefined && replicas === undefined) {
+      throw ValidationFailed.field('memoryMb', 'give memoryMb (an integer of at least 64, or null to clear the override), replicas, or both');
+    }
+    if (memoryMb !== undefined && memoryMb !== null) {
       if (!Number.isInteger(memoryMb) || memoryMb < 64) throw ValidationFailed.field('memoryMb', 'must be an integer of at least 64');
       const cap = TIERS[app.tier].memoryCapMb;
       if (memoryMb > cap) throw new LimitExceeded('memoryMb', `exceeds the ${app.tier} tier’s cap of ${cap} MB`);
     }
-    await this.ds.getRepository(App).update({ id: app.id }, { memoryMb });
-    app.memoryMb = memoryMb;
+    if (replicas !== undefined && replicas !== null) {
+      if (!Number.isInteger(replicas) || replicas < 1) throw ValidationFailed.field('replicas', 'must be an integer of at least 1');
+      const cap = this.replicasCap(app.tier);
+      if (replicas > cap) throw new LimitExceeded('replicas', `exceeds the ${app.tier} tier’s cap of ${cap} ${cap === 1 ? 'replica' : 'replicas'}`);
+    }
+    const change: Partial<Pick<App, 'memoryMb' | 'replicas'>> = {};
+    if (memoryMb !== undefined) change.memoryMb = memoryMb;
+    if (replicas !== undefined) change.replicas = replicas;
+    await this.ds.getRepository(App).update({ id: app.id }, change);
+    Object.assign(app, change);
     return app;
   }
 

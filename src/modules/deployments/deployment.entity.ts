@@ -48,6 +48,10 @@ export class Deployment {
   @Column('integer')
   memoryMb: number;
 
+  @Field(() => Int, { description: 'Replicas the deployment runs as (each metered); set at deploy and restart.' })
+  @Column('integer', { default: 1 })
+  replicas: number;
+
   @Field(() => Int, { nullable: true, description: 'Size in MB of the volume mounted at /data; null: none.' })
   @Column('integer', { nullable: true })
   volumeMb: number | null;

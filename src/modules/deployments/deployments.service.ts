@@ -210,6 +210,7 @@ export class DeploymentsService {
       sourceId: artefact.sourceId,
       image: artefact.image,
       memoryMb: effectiveMemoryMb(app),
+      replicas: this.deps.apps.effectiveReplicas(app),
       volumeMb: await this.deps.volumes.mountedSizeMb(tx, app.id),
       failureReason: null,
       createdById: userId,
@@ -268,22 +269,23 @@ export class DeploymentsService {
   async restartApp(actor: Actor, slug: string): Promise<App> {
     const app = await this.deps.apps.getVisible(actor, slug);
     if (!app.currentDeploymentId) throw ValidationFailed.field('slug', 'has no live deployment to restart');
-    const deployment = await this.applyEffectiveMemory(app.currentDeploymentId);
+    const deployment = await this.applyEffectiveMemory(app.currentDeploymentId, { replicas: true });
     if (deployment) await this.supervisor.restart(deployment);
     return app;
   }
 
   /**
-   * Records that a deployment now runs with its egg's effective memory (restart or wake) and
-   * returns it; null if it is gone.
+   * Records that a deployment now runs with its egg's effective memory (restart or wake) and, on a
+   * restart (`replicas`), its effective replicas; returns it, null if it is gone.
    */
-  async applyEffectiveMemory(deploymentId: string): Promise<Deployment | null> {
+  async applyEffectiveMemory(deploymentId: string, opts: { replicas?: boolean } = {}): Promise<Deployment | null> {
     return inTransaction(this.ds, async (tx, afterCommit) => {
       const d = await tx.findOne(Deployment, { where: { id: deploymentId }, lock: { mode: 'pessimistic_write' } });
       if (!d) return null;
       const app = await tx.findOneByOrFail(App, { id: d.appId });
       const now = this.clock.now();
       d.memoryMb = effectiveMemoryMb(app);
+      if (opts.replicas) d.replicas = this.deps.apps.effectiveReplicas(app);
       d.updatedAt = now;
       d.revision += 1;
       // It runs again from now: the time it slept is not metered, and counts as idle no longer.
@@ -293,7 +295,7 @@ export class DeploymentsService {
       await tx.update(
         Deployment,
         { id: d.id },
-        { memoryMb: d.memoryMb, updatedAt: now, revision: d.revision, meteredUntil: d.meteredUntil, sleptAt: null, lastRequestAt: now },
+        { memoryMb: d.memoryMb, replicas: d.replicas, updatedAt: now, revision: d.revision, meteredUntil: d.meteredUntil, sleptAt: null, lastRequestAt: now },
       );
       afterCommit(() => this.publish(d.id, { kind: 'status', deployment: d }));
       return d;
@@ -558,6 +560,7 @@ export class DeploymentsService {
       slug: app.slug,
       env,
       memoryMb: d.memoryMb,
+      replicas: d.replicas,
       sleeps: TIERS[app.tier].sleeps,
       image: d.image,
       volume: d.volumeMb !== null ? { sizeMb: d.volumeMb } : null,

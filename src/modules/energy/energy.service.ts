@@ -208,8 +208,8 @@ export class EnergyService {
     let charged = 0;
     for (const { id } of due) {
       charged += await inTransaction(this.ds, async (tx) => {
-        const [d] = await tx.query<Array<{ id: string; owner_id: string; since: Date }>>(
-          `SELECT d.id, a.owner_id, COALESCE(d.metered_until, d.finished_at) AS since
+        const [d] = await tx.query<Array<{ id: string; owner_id: string; since: Date; replicas: number }>>(
+          `SELECT d.id, a.owner_id, COALESCE(d.metered_until, d.finished_at) AS since, d.replicas
              FROM deployments d JOIN apps a ON a.id = d.app_id
             WHERE d.id = $1 AND d.status = 'live' AND d.slept_at IS NULL FOR UPDATE OF d`,
           [id],
@@ -217,9 +217,10 @@ export class EnergyService {
         if (!d) return 0;
         const minutes = Math.floor((now.getTime() - new Date(d.since).getTime()) / MINUTE);
         if (minutes < 1) return 0;
-        await this.consume(tx, d.owner_id, minutes, EnergyReason.DEPLOYMENT, id);
+        // Each replica runs, and is metered, for the whole time.
+        await this.consume(tx, d.owner_id, minutes * d.replicas, EnergyReason.DEPLOYMENT, id);
         await tx.query('UPDATE deployments SET metered_until = $2 WHERE id = $1', [id, new Date(new Date(d.since).getTime() + minutes * MINUTE)]);
-        return minutes;
+        return minutes * d.replicas;
       });
     }
     return charged;

@@ -29,7 +29,18 @@ import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './previe
 export const EGG_PORT = 8080;
 const PORT_KEY = `${EGG_PORT}/tcp`;
 
-export const LABELS = { app: 'hatchery.app', deployment: 'hatchery.deployment', cronRun: 'hatchery.cron-run', preview: 'hatchery.preview' } as const;
+export const LABELS = {
+  app: 'hatchery.app',
+  deployment: 'hatchery.deployment',
+  cronRun: 'hatchery.cron-run',
+  preview: 'hatchery.preview',
+  /** Which of the deployment's replicas (0, 1, …); absent: 0. */
+  replica: 'hatchery.replica',
+} as const;
+
+/** The replica a container is (0 for one labelled before replicas existed). */
+const replicaOf = (c: Docker.ContainerInfo): number => Number(c.Labels[LABELS.replica] ?? 0);
+const replicasOf = (spec: EggSpec): number => (spec.preview ? 1 : Math.max(1, spec.replicas ?? 1));
 
 /** Capabilities an ordinary server needs (files it owns, dropping to a user, a low port); all others are dropped. */
 const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'NET_BIND_SERVICE', 'KILL'];
@@ -244,7 +255,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async previewEndpoint(previewId: string): Promise<Endpoint | null> {
-    return this.endpoint(previewId);
+    return (await this.endpoints(previewId))[0] ?? null;
   }
 
   /** Serves the relays of running previews whose relays no gateway on this host serves (this one restarted). */
@@ -305,14 +316,18 @@ export class DockerRuntime implements Runtime {
       both.throwIfAborted();
       if (spec.preview && this.previews) await this.previews.relays.serve(spec.deploymentId, this.relayTargets(spec.deploymentId));
       log('build', `==> Starting ${spec.slug}; waiting for it to listen on port ${EGG_PORT}`);
-      const container = await this.startFresh(spec);
-      const listening = await this.untilListening(container, both);
-      if (!listening.ok) {
-        await container.remove({ force: true }).catch(() => undefined);
-        log('build', `error: ${listening.reason}`);
-        return listening;
+      const replicas = replicasOf(spec);
+      const containers = await Promise.all(Array.from({ length: replicas }, (_, i) => this.startFresh(spec, i)));
+      // Live only once every replica listens.
+      const results = await Promise.all(containers.map((c) => this.untilListening(c, both)));
+      const failed = results.find((r) => !r.ok);
+      if (failed && !failed.ok) {
+        await this.removeContainers(spec.deploymentId);
+        const reason = replicas > 1 ? `a replica ${failed.reason}` : failed.reason;
+        log('build', `error: ${reason}`);
+        return { ok: false, reason };
       }
-      log('build', `==> ${spec.slug} is listening`);
+      log('build', `==> ${spec.slug} is listening${replicas > 1 ? ` (${replicas} replicas)` : ''}`);
       return { ok: true };
     } catch (err) {
       if (signal.aborted) {
@@ -407,8 +422,8 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  private async createContainer(spec: EggSpec): Promise<Docker.Container> {
-    await this.removeContainers(spec.deploymentId);
+  private async createContainer(spec: EggSpec, replica = 0): Promise<Docker.Container> {
+    for (const c of await this.containersOf(spec.deploymentId, replica)) await removed(this.docker.getContainer(c.Id));
     if (spec.preview) {
       const preview = spec.preview;
       const mounts: Docker.MountSettings[] = this.previews
@@ -431,10 +446,10 @@ export class DockerRuntime implements Runtime {
       });
     }
     return this.docker.createContainer({
-      name: `hatchery-${spec.slug}-${spec.deploymentId.toLowerCase()}`,
+      name: `hatchery-${spec.slug}-${spec.deploymentId.toLowerCase()}${replica > 0 ? `-r${replica}` : ''}`,
       Image: imageTag(spec),
       Env: envOf(spec),
-      Labels: { [LABELS.app]: spec.slug, [LABELS.deployment]: spec.deploymentId },
+      Labels: { [LABELS.app]: spec.slug, [LABELS.deployment]: spec.deploymentId, [LABELS.replica]: String(replica) },
       ExposedPorts: { [PORT_KEY]: {} },
       HostConfig: {
         ...hostConfig(spec),
@@ -444,9 +459,10 @@ export class DockerRuntime implements Runtime {
     });
   }
 
-  /** The deployment's containers, running or not. */
-  async containersOf(deploymentId: string): Promise<Docker.ContainerInfo[]> {
-    return this.docker.listContainers({ all: true, filters: { label: [`${LABELS.deployment}=${deploymentId}`] } });
+  /** The deployment's containers, running or not: all its replicas', or one replica's. */
+  async containersOf(deploymentId: string, replica?: number): Promise<Docker.ContainerInfo[]> {
+    const all = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.deployment}=${deploymentId}`] } });
+    return replica === undefined ? all : all.filter((c) => replicaOf(c) === replica);
   }
 
   /** Removes the deployment's containers; resolves once they are gone (another removal of one may be under way). */
@@ -476,20 +492,37 @@ export class DockerRuntime implements Runtime {
   }
 
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
-    return new WatchedContainer(this, this.docker, spec, log, hooks, {
+    const replicas = replicasOf(spec);
+    const opts = {
       backoff: this.opts.restartBackoffMs ?? { min: 1000, max: 60_000 },
-      sleepAfterMs: spec.sleeps ? (this.opts.sleepAfterMs ?? 0) : 0,
+      // Only a lone instance sleeps: waking several is not what a request waits for.
+      sleepAfterMs: spec.sleeps && replicas === 1 ? (this.opts.sleepAfterMs ?? 0) : 0,
       drainMs: this.opts.drainMs ?? 2000,
-    });
+    };
+    if (replicas === 1) return new WatchedContainer(this, this.docker, spec, log, hooks, { ...opts, replica: 0 });
+    // Each replica's lines in the one runtime log, each saying which replica wrote it.
+    const watched = Array.from(
+      { length: replicas },
+      (_, i) =>
+        new WatchedContainer(this, this.docker, spec, (type, message, at) => log(type, `[replica ${i + 1}] ${message}`, at), hooks, { ...opts, replica: i }),
+    );
+    return {
+      stop: async (stopOpts) => {
+        await Promise.all(watched.map((w) => w.stop(stopOpts)));
+      },
+      detach: () => watched.forEach((w) => w.detach()),
+    };
   }
 
-  async endpoint(deploymentId: string): Promise<Endpoint | null> {
+  /** Where the deployment's replicas answer now: the running ones' published ports. */
+  async endpoints(deploymentId: string): Promise<Endpoint[]> {
+    const found: Endpoint[] = [];
     for (const c of await this.containersOf(deploymentId)) {
       if (c.State !== 'running') continue;
       const port = c.Ports.find((p) => p.PrivatePort === EGG_PORT && p.PublicPort)?.PublicPort;
-      if (port) return { host: '127.0.0.1', port };
+      if (port) found.push({ host: '127.0.0.1', port });
     }
-    return null;
+    return found;
   }
 
   /**
@@ -497,7 +530,7 @@ export class DockerRuntime implements Runtime {
    * start and follows it again), or a new one if it is gone; resolves once the egg listens.
    */
   async wake(spec: EggSpec, signal: AbortSignal): Promise<Endpoint | null> {
-    const [found] = await this.containersOf(spec.deploymentId);
+    const [found] = await this.containersOf(spec.deploymentId, 0);
     let container: Docker.Container;
     if (!found) container = await this.startFresh(spec);
     else {
@@ -509,7 +542,7 @@ export class DockerRuntime implements Runtime {
       }
     }
     const listening = await this.untilListening(container, signal);
-    return listening.ok ? this.endpoint(spec.deploymentId) : null;
+    return listening.ok ? ((await this.endpoints(spec.deploymentId))[0] ?? null) : null;
   }
 
   async discard(spec: Pick<EggSpec, 'slug' | 'deploymentId'>): Promise<void> {
@@ -522,8 +555,8 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Creates the deployment's container from its image and starts it (restart, rollback, adoption of one that is gone). */
-  async startFresh(spec: EggSpec): Promise<Docker.Container> {
-    const container = await this.createContainer(spec);
+  async startFresh(spec: EggSpec, replica = 0): Promise<Docker.Container> {
+    const container = await this.createContainer(spec, replica);
     await container.start();
     return container;
   }
@@ -646,7 +679,7 @@ class WatchedContainer implements RunningEgg {
     private readonly spec: EggSpec,
     private readonly log: LogSink,
     private readonly hooks: RunHooks,
-    private readonly opts: { backoff: { min: number; max: number }; sleepAfterMs: number; drainMs: number },
+    private readonly opts: { backoff: { min: number; max: number }; sleepAfterMs: number; drainMs: number; replica: number },
   ) {
     this.asleep = spec.asleep === true;
     void this.watch().catch((err: unknown) => {
@@ -660,7 +693,7 @@ class WatchedContainer implements RunningEgg {
 
   /** The deployment's container: the one running (adopted), else (unless asleep) a new one. */
   private async container(): Promise<Docker.Container | null> {
-    const found = await this.runtime.containersOf(this.spec.deploymentId);
+    const found = await this.runtime.containersOf(this.spec.deploymentId, this.opts.replica);
     const running = found.find((c) => c.State === 'running');
     if (running) {
       this.asleep = false;
@@ -668,7 +701,7 @@ class WatchedContainer implements RunningEgg {
     }
     if (this.asleep && found.length > 0) return null;
     this.asleep = false;
-    return this.runtime.startFresh(this.spec);
+    return this.runtime.startFresh(this.spec, this.opts.replica);
   }
 
   private async watch(): Promise<void> {
@@ -756,7 +789,7 @@ class WatchedContainer implements RunningEgg {
     });
     try {
       while (!this.ended) {
-        const found = await this.runtime.containersOf(this.spec.deploymentId);
+        const found = await this.runtime.containersOf(this.spec.deploymentId, this.opts.replica);
         const running = found.find((c) => c.State === 'running');
         if (running) {
           this.asleep = false;
@@ -765,7 +798,7 @@ class WatchedContainer implements RunningEgg {
         if (found.length === 0) {
           // Removed while asleep (by hand): the next request finds nothing to wake, so run it again.
           this.asleep = false;
-          return this.runtime.startFresh(this.spec);
+          return this.runtime.startFresh(this.spec, this.opts.replica);
         }
         // The next start event, or a look every few seconds should an event be missed.
         await new Promise<void>((resolve) => {
@@ -807,7 +840,9 @@ class WatchedContainer implements RunningEgg {
 
   async stop(opts: { drain?: boolean } = {}): Promise<void> {
     this.unwatch();
-    const found = await this.runtime.containersOf(this.spec.deploymentId).catch(() => []);
+    // Replica 0 also takes whatever replica is left beyond the ones running now (the egg had more before).
+    const all = await this.runtime.containersOf(this.spec.deploymentId).catch(() => []);
+    const found = all.filter((c) => replicaOf(c) === this.opts.replica || (this.opts.replica === 0 && replicaOf(c) >= replicasOf(this.spec)));
     const remove = () => Promise.all(found.map((c) => removed(this.docker.getContainer(c.Id))));
     // Superseded: the router already sends new requests to its successor; those in flight finish first.
     if (opts.drain) setTimeout(() => void remove(), this.opts.drainMs).unref();

@@ -1,4 +1,12 @@
-import { AppResourcesDocument, AppsDocument, CreateAppDocument, PreviewsDocument, UpdateResourcesDocument, VolumeDocument } from '../../../client/generated';
+import {
+  AppResourcesDocument,
+  AppsDocument,
+  CreateAppDocument,
+  PreviewsDocument,
+  UpdateReplicasDocument,
+  UpdateResourcesDocument,
+  VolumeDocument,
+} from '../../../client/generated';
 import { allPages, Command, Ctx, wholeNumber } from '../command';
 import { details, json, lower, status, table } from '../output';
 
@@ -16,8 +24,15 @@ async function listApps(ctx: Ctx): Promise<void> {
   );
 }
 
-function resourcesTable(ctx: Ctx, r: { slug: string; memoryMb: number | null; effectiveMemoryMb: number; capMb: number }): string {
-  return table(ctx.c, ['SLUG', 'MEMORY MB', 'EFFECTIVE MB', 'CAP MB'], [[r.slug, r.memoryMb ?? 'default', r.effectiveMemoryMb, r.capMb]]);
+function resourcesTable(
+  ctx: Ctx,
+  r: { slug: string; memoryMb: number | null; effectiveMemoryMb: number; capMb: number; effectiveReplicas: number; replicasCap: number },
+): string {
+  return table(
+    ctx.c,
+    ['SLUG', 'MEMORY MB', 'EFFECTIVE MB', 'CAP MB', 'REPLICAS', 'REPLICAS CAP'],
+    [[r.slug, r.memoryMb ?? 'default', r.effectiveMemoryMb, r.capMb, r.effectiveReplicas, r.replicasCap]],
+  );
 }
 
 export const appCommands: Command[] = [
@@ -37,7 +52,7 @@ export const appCommands: Command[] = [
   {
     path: ['resources'],
     args: ['<app>'],
-    summary: 'show an egg’s memory override, effective memory and cap',
+    summary: 'show an egg’s memory and replicas: override, effective value and cap',
     async run(ctx, [slug]) {
       const { app } = await ctx.api().request(AppResourcesDocument, { slug });
       if (ctx.json) return ctx.out(json(app));
@@ -52,6 +67,18 @@ export const appCommands: Command[] = [
     async run(ctx, [slug, mb]) {
       const memoryMb = mb === 'default' ? null : wholeNumber(mb, 'mb');
       const { updateResources: r } = await ctx.api().request(UpdateResourcesDocument, { app: slug, memoryMb });
+      if (ctx.json) return ctx.out(json(r));
+      ctx.out(resourcesTable(ctx, r));
+    },
+  },
+  {
+    path: ['resources', 'replicas'],
+    args: ['<app>', '<n>'],
+    summary: 'set how many replicas the egg runs (owner only; `default` clears the override: one)',
+    help: 'Applies from the next deploy or restart; the router balances requests across them. Free eggs run one, always-on eggs up to 3 unless the operator says otherwise.',
+    async run(ctx, [slug, n]) {
+      const replicas = n === 'default' ? null : wholeNumber(n, 'n');
+      const { updateResources: r } = await ctx.api().request(UpdateReplicasDocument, { app: slug, replicas });
       if (ctx.json) return ctx.out(json(r));
       ctx.out(resourcesTable(ctx, r));
     },
