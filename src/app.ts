@@ -24,6 +24,7 @@ import { Metrics } from './metrics';
 import { Runtime } from './runtime/runtime.port';
 import { SimulatedRuntime } from './runtime/simulated.runtime';
 import { DockerRuntime } from './runtime/docker/docker.runtime';
+import { SwarmRuntime } from './runtime/docker/swarm.runtime';
 import { dockerClient } from './runtime/docker/engine';
 import { PreviewDatabases } from './runtime/docker/preview-databases';
 import { PreviewRedis } from './runtime/docker/preview-redis';
@@ -186,12 +187,14 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       runtime = opts.runtime
         ? opts.runtime(ds)
         : config.runtime === 'docker'
-          ? new DockerRuntime(dockerClient(config.docker.host), config.docker, {
+          ? new (config.docker.mode === 'swarm' ? SwarmRuntime : DockerRuntime)(dockerClient(config.docker.host), config.docker, {
               relays: (relays = new PreviewRelays(path.join(config.dataDir, 'previews'))),
               databases: new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key),
               redis: config.redisUrl ? new PreviewRedis(config.redisUrl, key) : null,
             })
           : simulated;
+      // Swarm mode needs a manager to talk to: said at start, not at the first deploy.
+      if (runtime instanceof SwarmRuntime) await runtime.localNode();
       const baseUrl = () => config.publicUrl ?? url;
       services = createServices({
         ds,

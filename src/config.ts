@@ -26,6 +26,8 @@ export interface Config {
     sleepAfterMs: number;
     /** How old a volume's measured `used_mb` may be when read. */
     volumeUsageMaxAgeMs: number;
+    /** `container`: one container per replica; `swarm`: a Swarm service per deployment (the Engine must be a swarm manager). */
+    mode: 'container' | 'swarm';
   };
   /** The router's port (requests to eggs, by Host); 0 picks a free one. */
   routerPort: number;
@@ -184,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       healthTimeoutMs: int(env, 'HATCHERY_HEALTH_TIMEOUT_MS', 60_000, 100, 3_600_000),
       sleepAfterMs: int(env, 'HATCHERY_SLEEP_AFTER_MS', 900_000, 0, 7 * 86_400_000),
       volumeUsageMaxAgeMs: int(env, 'HATCHERY_VOLUME_USAGE_MAX_AGE_MS', 60_000, 0, 86_400_000),
+      mode: oneOf(env, 'HATCHERY_DOCKER_MODE', ['container', 'swarm'] as const, 'container'),
     },
     routerPort: int(env, 'HATCHERY_ROUTER_PORT', 8080, 0, 65535),
     previewDatabaseUrl: env.HATCHERY_PREVIEW_DATABASE_URL || null,

@@ -186,18 +186,24 @@ export function createRouter(opts: RouterOptions): Router {
     for (let attempt = 0; ; attempt++) {
       const endpoint = await endpointFor(target, attempt > 0);
       if (!endpoint) return sendProblem(res, problem(503, 'service_unavailable', 'Service Unavailable', `${slug} is not listening; try again shortly`, 5));
+      let onClose: () => void = () => undefined;
       const error = await new Promise<Error | null>((done) => {
-        res.once('close', () => done(null));
+        onClose = () => done(null);
+        res.once('close', onClose);
         // A body-less request is sent from an empty stream, so it can be sent again.
         const buffer = retry ? Readable.from([]) : undefined;
         proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
       });
+      res.off('close', onClose);
       if (!error) return;
       failed(target, endpoint);
       // A replica that failed, or a container restarted or replaced between the lookup and the
-      // connect (a restart, a crash's backoff): another replica at once, then again for a while.
+      // connect (a restart, a crash's backoff): another replica at once, then again for a while,
+      // backing off from 100 ms to a second.
       if (retry && !res.headersSent && !req.destroyed && Date.now() < retryUntil) {
-        if (attempt > 0) await sleep(200);
+        // The proxy adds an error listener to the request per attempt: a dozen attempts at most.
+        req.setMaxListeners(32);
+        if (attempt > 0) await sleep(Math.min(1000, 100 * 2 ** (attempt - 1)));
         continue;
       }
       return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${slug} did not answer: ${error.message}`));

@@ -57,9 +57,11 @@ export type BuildResult = { ok: true } | { ok: false; reason: string };
 export interface RunningEgg {
   /**
    * Stops the egg for good: it was deleted, or is to start again (restart). With `drain`, it was
-   * superseded: requests already sent to it get a moment to finish first.
+   * superseded: requests already sent to it get a moment to finish first. With `restarting`, the
+   * next `run` of the same deployment follows at once: a runtime that can roll it over in place
+   * (a Swarm service) keeps it running for that.
    */
-  stop(opts?: { drain?: boolean }): void | Promise<void>;
+  stop(opts?: { drain?: boolean; restarting?: boolean }): void | Promise<void>;
   /**
    * Stops watching the egg but leaves it running, for the next runner to adopt (this gateway is
    * shutting down or lost its lease). Where nothing outlives the process, the same as stop.

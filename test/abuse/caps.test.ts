@@ -31,12 +31,12 @@ const postCron = (t: TestGateway, token: string, slug: string, schedule = '0 3 *
 
 describe('count caps: configuration', () => {
   it('defaults: 50 tokens and 100 eggs per account, 20 crons per egg', () => {
-    expect(loadConfig({}).limits).toEqual({ tokensPerAccount: 50, eggsPerAccount: 100, cronsPerEgg: 20 });
+    expect(loadConfig({}).limits).toEqual({ tokensPerAccount: 50, eggsPerAccount: 100, cronsPerEgg: 20, replicas: { free: 1, always_on: 3 } });
   });
 
   it('HATCHERY_MAX_TOKENS_PER_ACCOUNT, HATCHERY_MAX_EGGS_PER_ACCOUNT and HATCHERY_MAX_CRONS_PER_EGG set them', () => {
     const env = { HATCHERY_MAX_TOKENS_PER_ACCOUNT: '7', HATCHERY_MAX_EGGS_PER_ACCOUNT: '8', HATCHERY_MAX_CRONS_PER_EGG: '9' };
-    expect(loadConfig(env).limits).toEqual({ tokensPerAccount: 7, eggsPerAccount: 8, cronsPerEgg: 9 });
+    expect(loadConfig(env).limits).toEqual({ tokensPerAccount: 7, eggsPerAccount: 8, cronsPerEgg: 9, replicas: { free: 1, always_on: 3 } });
   });
 
   it.each(['HATCHERY_MAX_TOKENS_PER_ACCOUNT', 'HATCHERY_MAX_EGGS_PER_ACCOUNT', 'HATCHERY_MAX_CRONS_PER_EGG'])(

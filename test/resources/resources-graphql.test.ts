@@ -27,11 +27,11 @@ describe('GraphQL updateResources', () => {
   it('the owner sets and clears the override on a free egg', async () => {
     const { owner, slug } = await eggWithPeople(t);
     const set = await gqlOk(t.url, owner.token, UpdateResourcesDocument, { app: slug, memoryMb: 384 });
-    expect(set.updateResources).toEqual({ slug, memoryMb: 384, effectiveMemoryMb: 384, capMb: 512 });
+    expect(set.updateResources).toEqual({ slug, memoryMb: 384, effectiveMemoryMb: 384, capMb: 512, replicas: null, effectiveReplicas: 1, replicasCap: 1 });
     expect(await storedMemory(t, slug)).toBe(384);
 
     const cleared = await gqlOk(t.url, owner.token, UpdateResourcesDocument, { app: slug, memoryMb: null });
-    expect(cleared.updateResources).toEqual({ slug, memoryMb: null, effectiveMemoryMb: 256, capMb: 512 });
+    expect(cleared.updateResources).toEqual({ slug, memoryMb: null, effectiveMemoryMb: 256, capMb: 512, replicas: null, effectiveReplicas: 1, replicasCap: 1 });
     expect(await storedMemory(t, slug)).toBeNull();
     const { app } = await gqlOk(t.url, owner.token, AppResourcesDocument, { slug });
     expect(app).toMatchObject({ memoryMb: null, effectiveMemoryMb: 256, capMb: 512 });
@@ -40,7 +40,7 @@ describe('GraphQL updateResources', () => {
   it('an always_on egg takes up to 1024; 1025 is LIMIT_EXCEEDED naming 1024', async () => {
     const { owner, slug } = await eggWithPeople(t, { tier: 'always_on' });
     const ok = await gqlOk(t.url, owner.token, UpdateResourcesDocument, { app: slug, memoryMb: 1024 });
-    expect(ok.updateResources).toEqual({ slug, memoryMb: 1024, effectiveMemoryMb: 1024, capMb: 1024 });
+    expect(ok.updateResources).toEqual({ slug, memoryMb: 1024, effectiveMemoryMb: 1024, capMb: 1024, replicas: null, effectiveReplicas: 1, replicasCap: 3 });
 
     const res = await keepsMemory(t, slug, () => gql(t.url, owner.token, UpdateResourcesDocument, { app: slug, memoryMb: 1025 }));
     const err = errorOf(res);

@@ -160,7 +160,7 @@ export class BuildSupervisor {
       const have = this.running.get(appId);
       if (have?.deploymentId === want && restart !== want) return;
       // Superseded (not restarted): requests already on their way to it may finish.
-      if (have) await this.stopEgg(appId, have, have.deploymentId === want ? 'stop' : 'drain');
+      if (have) await this.stopEgg(appId, have, have.deploymentId === want ? 'restart' : 'drain');
       if (!want || this.stopped) return;
       const deployment = await this.ds.getRepository(Deployment).findOneBy({ id: want });
       if (!deployment || this.stopped) return;
@@ -178,9 +178,9 @@ export class BuildSupervisor {
     });
   }
 
-  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }, how: 'stop' | 'drain' | 'detach' = 'stop'): Promise<void> {
+  private async stopEgg(appId: string, r: { deploymentId: string; egg: RunningEgg }, how: 'stop' | 'drain' | 'restart' | 'detach' = 'stop'): Promise<void> {
     if (how === 'detach') r.egg.detach();
-    else await r.egg.stop({ drain: how === 'drain' });
+    else await r.egg.stop({ drain: how === 'drain', restarting: how === 'restart' });
     if (this.running.get(appId) === r) this.running.delete(appId);
     await this.writer.flush();
     this.writer.forget(r.deploymentId);

@@ -27,7 +27,7 @@ import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './previe
 
 /** The port every egg listens on, inside its container. */
 export const EGG_PORT = 8080;
-const PORT_KEY = `${EGG_PORT}/tcp`;
+export const PORT_KEY = `${EGG_PORT}/tcp`;
 
 export const LABELS = {
   app: 'hatchery.app',
@@ -40,11 +40,11 @@ export const LABELS = {
 
 /** The replica a container is (0 for one labelled before replicas existed). */
 const replicaOf = (c: Docker.ContainerInfo): number => Number(c.Labels[LABELS.replica] ?? 0);
-const replicasOf = (spec: EggSpec): number => (spec.preview ? 1 : Math.max(1, spec.replicas ?? 1));
+export const replicasOf = (spec: EggSpec): number => (spec.preview ? 1 : Math.max(1, spec.replicas ?? 1));
 
 /** Capabilities an ordinary server needs (files it owns, dropping to a user, a low port); all others are dropped. */
-const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'NET_BIND_SERVICE', 'KILL'];
-const PIDS_LIMIT = 512;
+export const CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'NET_BIND_SERVICE', 'KILL'];
+export const PIDS_LIMIT = 512;
 
 export interface DockerRuntimeOptions {
   /** The base of the image generated for a source with a package.json and no Dockerfile. */
@@ -80,7 +80,7 @@ export function imageTag(spec: Pick<EggSpec, 'slug' | 'deploymentId'>): string {
 }
 
 /** What the Engine says went wrong, in one line. */
-function engineError(err: unknown): string {
+export function engineError(err: unknown): string {
   const e = err as { json?: { message?: string }; reason?: string; message?: string };
   return (e.json?.message ?? e.message ?? String(err)).trim();
 }
@@ -104,8 +104,8 @@ export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
 
   constructor(
-    private readonly docker: Docker,
-    private readonly opts: DockerRuntimeOptions,
+    protected readonly docker: Docker,
+    protected readonly opts: DockerRuntimeOptions,
     private readonly previews: PreviewBackends | null = null,
   ) {}
 
@@ -317,13 +317,10 @@ export class DockerRuntime implements Runtime {
       if (spec.preview && this.previews) await this.previews.relays.serve(spec.deploymentId, this.relayTargets(spec.deploymentId));
       log('build', `==> Starting ${spec.slug}; waiting for it to listen on port ${EGG_PORT}`);
       const replicas = replicasOf(spec);
-      const containers = await Promise.all(Array.from({ length: replicas }, (_, i) => this.startFresh(spec, i)));
-      // Live only once every replica listens.
-      const results = await Promise.all(containers.map((c) => this.untilListening(c, both)));
-      const failed = results.find((r) => !r.ok);
-      if (failed && !failed.ok) {
+      const started = await this.launch(spec, both);
+      if (!started.ok) {
         await this.removeContainers(spec.deploymentId);
-        const reason = replicas > 1 ? `a replica ${failed.reason}` : failed.reason;
+        const reason = replicas > 1 ? `a replica ${started.reason}` : started.reason;
         log('build', `error: ${reason}`);
         return { ok: false, reason };
       }
@@ -343,6 +340,13 @@ export class DockerRuntime implements Runtime {
       }
       throw err;
     }
+  }
+
+  /** Starts the built egg (every replica) and resolves once each listens, or with why not; what failed is removed by the caller. */
+  protected async launch(spec: EggSpec, signal: AbortSignal): Promise<BuildResult> {
+    const containers = await Promise.all(Array.from({ length: replicasOf(spec) }, (_, i) => this.startFresh(spec, i)));
+    const results = await Promise.all(containers.map((c) => this.untilListening(c, signal)));
+    return results.find((r) => !r.ok) ?? { ok: true };
   }
 
   /** An image named by the deploy: present on the host, or pulled; then tagged as the deployment's. */
@@ -466,11 +470,11 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Removes the deployment's containers; resolves once they are gone (another removal of one may be under way). */
-  private removeContainers(deploymentId: string): Promise<void> {
+  protected removeContainers(deploymentId: string): Promise<void> {
     return this.removeLabelled(`${LABELS.deployment}=${deploymentId}`);
   }
 
-  private async removeLabelled(label: string): Promise<void> {
+  protected async removeLabelled(label: string): Promise<void> {
     for (const c of await this.docker.listContainers({ all: true, filters: { label: [label] } })) await removed(this.docker.getContainer(c.Id));
   }
 
@@ -478,7 +482,7 @@ export class DockerRuntime implements Runtime {
    * Waits until the egg answers on its published port: some bytes back for a request, or a
    * connection it holds open. A port nothing listens on behind is refused or closed at once.
    */
-  private async untilListening(container: Docker.Container, signal: AbortSignal): Promise<BuildResult> {
+  protected async untilListening(container: Docker.Container, signal: AbortSignal): Promise<BuildResult> {
     const deadline = Date.now() + this.opts.healthTimeoutMs;
     while (Date.now() < deadline) {
       signal.throwIfAborted();
@@ -563,7 +567,7 @@ export class DockerRuntime implements Runtime {
 }
 
 /** What an egg's process sees: the deploy's env, then what Hatchery sets (which wins). */
-function envOf(spec: EggSpec): string[] {
+export function envOf(spec: EggSpec): string[] {
   return [
     ...Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
     `PORT=${EGG_PORT}`,
@@ -590,7 +594,7 @@ function hostConfig(spec: EggSpec): Docker.HostConfig {
  * Splits a container's multiplexed stdout and stderr into lines, each to `emit` (a last partial
  * line too); resolves once the stream has ended.
  */
-function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: string) => void): Promise<void> {
+export function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: string) => void): Promise<void> {
   const out = new PassThrough();
   const err = new PassThrough();
   const a = lineSplitter(emit);
@@ -611,13 +615,13 @@ function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: 
 }
 
 /** Removes the container (killing it) and resolves once it is gone, whoever else is removing it meanwhile. */
-async function removed(container: Docker.Container): Promise<void> {
+export async function removed(container: Docker.Container): Promise<void> {
   await container.remove({ force: true }).catch(() => undefined);
   await container.wait({ condition: 'removed' }).catch(() => undefined);
 }
 
 /** Starting a container that already runs answers 304: not an error here. */
-function notModified(err: unknown): void {
+export function notModified(err: unknown): void {
   if ((err as { statusCode?: number }).statusCode !== 304) throw err;
 }
 
@@ -643,7 +647,7 @@ function publishedPort(info: Docker.ContainerInspectInfo): number | null {
 }
 
 /** Whether something answers on 127.0.0.1:`port` within `ms`. */
-function answers(port: number, ms: number): Promise<boolean> {
+export function answers(port: number, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket: Socket = connect({ host: '127.0.0.1', port });
     let done = false;
