@@ -256,6 +256,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         await jobs.start([
           { name: 'deployments-reclaim', cron: '* * * * *', handler: () => deployments.supervisor.reclaimOrphans() },
           { name: 'volumes-erase', cron: '* * * * *', handler: () => volumes.eraseExpired() },
+          { name: 'volumes-measure', cron: '* * * * *', handler: () => volumes.measure() },
           { name: 'previews-expire', cron: '* * * * *', handler: () => previews.expire() },
           {
             name: 'previews-reclaim',

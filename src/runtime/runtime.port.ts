@@ -16,6 +16,8 @@ export interface EggSpec {
   volume?: { sizeMb: number } | null;
   /** The egg was put to sleep and no request has woken it since. */
   asleep?: boolean;
+  /** `run` restarts it (restartApp): whatever already runs of it starts again, even with nothing changed. */
+  restarting?: boolean;
   /**
    * Runs the image this deployment of the egg was built into instead of building one (a preview
    * of the egg's latest deployment, when no source is given).

@@ -489,6 +489,8 @@ require('http').createServer((q, r) => {
       expect((await rest(gateway.url, owner.token, 'GET', `/v1/apps/${vol}/volume`)).body).toMatchObject({ size_mb: 20, used_mb: 0, over_quota: false });
       expect((await get(vol, '/write/25')).body).toBe(String(25 * 1024 * 1024));
       expect((await rest(gateway.url, owner.token, 'GET', `/v1/apps/${vol}/volume`)).body).toMatchObject({ used_mb: 25, over_quota: true });
+      // The job's measurement (every minute) sees the same.
+      expect((await gateway.services.volumes.measure()).get(vol)).toBe(25);
       expect((await get(vol, '/write/5')).body).toBe(String(5 * 1024 * 1024));
       expect((await rest(gateway.url, owner.token, 'GET', `/v1/apps/${vol}/volume`)).body).toMatchObject({ used_mb: 5, over_quota: false });
 

@@ -211,6 +211,16 @@ describeSwarm('swarm mode: eggs as Swarm services (HATCHERY_DOCKER_MODE=swarm)',
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
   }, 120_000);
 
+  it('restartApp with nothing changed still replaces every task, one at a time', async () => {
+    const before = (await runningTasks(slug, live)).map((x) => x.ID);
+    await gqlOk(gateway.url, owner.token, RestartAppDocument, { slug });
+    await until('every task to be replaced', async () => {
+      const svc = await serviceOf(slug, live);
+      const now = (await runningTasks(slug, live)).map((x) => x.ID);
+      return svc?.UpdateStatus?.State === 'completed' && now.length === 2 && now.every((id) => !before.includes(id));
+    });
+  }, 120_000);
+
   it('a cron run is a one-shot job service: its exit code and output, and nothing of it left', async () => {
     const { createCron: cron } = await gqlOk(gateway.url, owner.token, CreateCronDocument, {
       app: slug,

@@ -16,6 +16,7 @@ describe('pg-boss jobs', () => {
       { name: 'previews-reclaim', cron: '* * * * *' },
       { name: 'sources-prune', cron: '* * * * *' },
       { name: 'volumes-erase', cron: '* * * * *' },
+      { name: 'volumes-measure', cron: '* * * * *' },
       { name: 'webhooks-deliver', cron: '* * * * *' },
     ]);
   });

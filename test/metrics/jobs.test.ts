@@ -5,7 +5,16 @@ import { Metrics } from '../../src/metrics';
 import { startGateway, TestGateway } from '../support/gateway';
 import { Scrape, scrape, scrapeUntil } from './prom';
 
-const QUEUES = ['deployments-reclaim', 'volumes-erase', 'previews-expire', 'previews-reclaim', 'energy-meter', 'sources-prune', 'webhooks-deliver'];
+const QUEUES = [
+  'deployments-reclaim',
+  'volumes-erase',
+  'volumes-measure',
+  'previews-expire',
+  'previews-reclaim',
+  'energy-meter',
+  'sources-prune',
+  'webhooks-deliver',
+];
 const DEPTH = 'hatchery_job_queue_depth';
 const FAILURES = 'hatchery_job_failures_total';
 

@@ -27,6 +27,18 @@ describe('volume used_mb and over_quota (admin set-volume-usage)', () => {
     expect(volume).toMatchObject({ sizeMb: 100, usedMb: 150, overQuota: true });
   });
 
+  it('the volumes-measure job measures every egg that has a volume, and only those', async () => {
+    const a = await eggWithPeople(t, { sizeMb: 100 });
+    const b = await eggWithPeople(t, { sizeMb: 100 });
+    const none = await eggWithPeople(t);
+    await setVolumeUsage(t, a.slug, 40);
+    await setVolumeUsage(t, b.slug, 7);
+    const measured = await t.gateway.services.volumes.measure();
+    expect(measured.get(a.slug)).toBe(40);
+    expect(measured.get(b.slug)).toBe(7);
+    expect(measured.has(none.slug)).toBe(false);
+  });
+
   it('used within the size is not over quota; used equal to the size is not over quota either', async () => {
     const { owner, slug } = await eggWithPeople(t, { sizeMb: 200 });
     await setVolumeUsage(t, slug, 150);

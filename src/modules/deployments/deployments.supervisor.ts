@@ -164,7 +164,7 @@ export class BuildSupervisor {
       if (!want || this.stopped) return;
       const deployment = await this.ds.getRepository(Deployment).findOneBy({ id: want });
       if (!deployment || this.stopped) return;
-      const spec = await this.hooks.spec(deployment);
+      const spec = { ...(await this.hooks.spec(deployment)), restarting: have?.deploymentId === want };
       // Whoever wrote its lines before (its builder, an earlier runner elsewhere) is done.
       await this.writer.resume(deployment.id);
       if (this.stopped) return;

@@ -123,6 +123,18 @@ export class VolumesService {
     return this.runtime.volumeUsage(slug);
   }
 
+  /**
+   * Measures every volume that still holds data (a job, every minute), so a read finds a fresh
+   * measurement (the Docker runtime measures all volumes at once and keeps it for
+   * HATCHERY_VOLUME_USAGE_MAX_AGE_MS); returns the MB used per egg.
+   */
+  async measure(): Promise<Map<string, number>> {
+    const rows = await this.ds.query<Array<{ slug: string }>>('SELECT a.slug FROM volumes v JOIN apps a ON a.id = v.app_id ORDER BY a.slug');
+    const used = new Map<string, number>();
+    for (const { slug } of rows) used.set(slug, await this.runtime.volumeUsage(slug));
+    return used;
+  }
+
   /** The size a deploy starting now mounts at /data: the active volume's, or none. */
   async mountedSizeMb(tx: EntityManager, appId: string): Promise<number | null> {
     const volume = await tx.findOneBy(Volume, { appId, status: VolumeStatus.ACTIVE });

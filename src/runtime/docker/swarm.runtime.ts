@@ -324,7 +324,7 @@ class WatchedService implements RunningEgg {
     const asleep = this.asleep && found !== null && replicasOfService(found) === 0;
     if (!asleep) {
       this.asleep = false;
-      const changed = await this.runtime.upsertService(this.spec);
+      const changed = await this.runtime.upsertService(this.spec, { force: this.spec.restarting === true });
       if (changed && found) this.log('runtime', `==> Rolling ${this.spec.slug} onto ${this.spec.memoryMb} MB × ${this.replicas}, new tasks first`);
     }
     // What ended before this runner looked is not news.
