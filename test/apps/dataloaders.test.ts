@@ -94,6 +94,8 @@ describe('DataLoaders: apps with their relations run a constant number of statem
   }
 
   async function measure() {
+    // The live eggs' runners start now, not on a timer while we count (their reconciles run SQL).
+    await t.gateway.services.deployments.supervisor.resumeRunning();
     // Once unmeasured, so per-token bookkeeping (last used) is the same for both measurements.
     await gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 });
     const { result: data, statements } = await sql.during(() => gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 }));
