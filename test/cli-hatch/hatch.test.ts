@@ -341,6 +341,22 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(after.every((l) => l.timestamp > since)).toBe(true);
       expect(after).toEqual(all.filter((l) => l.timestamp > since));
 
+      // --tail: the last lines, oldest first; --until: only lines before it.
+      const tail = ok(await hatch(env, ['logs', live, '--tail', '2', '--json']))
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      expect(tail).toEqual(all.slice(-2));
+      const before = ok(await hatch(env, ['logs', live, '--until', all[5].timestamp, '--json']))
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      expect(before).toEqual(all.filter((l) => l.timestamp < all[5].timestamp));
+      expect((await hatch(env, ['logs', live, '--tail', '0'])).code).toBe(1); // the server's 422 on tail
+      expect((await hatch(env, ['logs', live, '--tail', 'lots'])).code).toBe(2);
+      expect((await hatch(env, ['logs', live, '--until', 'soon'])).code).toBe(2);
+      expect((await hatch(env, ['logs', live, '--until', since, '-f'])).code).toBe(2);
+
       const badType = await hatch(env, ['logs', live, '--type', 'stdout']);
       expect(badType.code).toBe(2);
       const unknown = await hatch(env, ['logs', 'dep_nope']);

@@ -3,6 +3,7 @@ import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { DeleteDeploymentDocument } from '../../src/client/generated';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { untilListening } from '../deployments/helpers';
 import { CliEnv, CuttableProxy, RunningCli, spawnHatch, stopAllClis, tempDir } from './helpers';
 
 jest.setTimeout(60_000);
@@ -93,6 +94,19 @@ describe('hatch logs -f (end to end, through a proxy that drops the connection)'
     const seqs = lines.map((l) => l.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(new Set(seqs).size).toBe(seqs.length);
+  });
+
+  it('--tail N -f prints the last N lines, then follows: no line twice, none skipped', async () => {
+    const id = await liveDeployment();
+    // After the runner's own first lines, so these are the newest.
+    await untilListening(t.url, user, id);
+    await write(id, ['old 1', 'old 2', 'old 3']);
+    const cli = spawnHatch(viaProxy(), ['logs', id, '--tail', '2', '-f', '--json']);
+    await cli.waitFor(() => messageCount(cli) >= 2, 'the tail');
+    await write(id, ['new 1', 'new 2']);
+    await cli.waitFor(() => messageCount(cli) >= 4, 'the live lines');
+    const lines = jsonLines((await cli.stop()).stdout);
+    expect(lines.map((l) => l.message)).toEqual(['old 2', 'old 3', 'new 1', 'new 2']);
   });
 
   it('resumes after several drops in a row, also in the human format', async () => {

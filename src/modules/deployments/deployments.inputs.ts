@@ -63,6 +63,15 @@ export class LogsArgs {
   @Field(() => Date, { nullable: true, description: 'Only lines written after this moment (exclusive).' })
   since?: Date | null;
 
+  @Field(() => Date, { nullable: true, description: 'Only lines written before this moment (exclusive).' })
+  until?: Date | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description: 'The last N matching lines (1 to 1000), still oldest first; not with `first` or `after`. Its `endCursor` continues forward.',
+  })
+  tail?: number | null;
+
   @Field(() => Int, { nullable: true, description: 'Page size, 1 to 1000; default 100.' })
   first?: number | null;
 

@@ -89,7 +89,15 @@ export class DeploymentsResolver {
 
   @FieldResolver(() => LogLineConnection, {
     description: 'Build and runtime log lines, oldest first.',
-    complexity: pageComplexity(LOG_PAGE_DEFAULT, LOG_PAGE_MAX),
+    // A page of `first` lines, or of `tail` lines.
+    complexity: ({ args, childComplexity }) =>
+      pageComplexity(
+        LOG_PAGE_DEFAULT,
+        LOG_PAGE_MAX,
+      )({
+        args: { first: Math.max(Number(args.first ?? 0) || 0, Number(args.tail ?? 0) || 0) || undefined },
+        childComplexity,
+      }),
   })
   logs(@Root() d: Deployment, @Ctx() ctx: Context, @Args(() => LogsArgs) args: LogsArgs) {
     return ctx.services.deployments.logs(ctx.actor, d, args);

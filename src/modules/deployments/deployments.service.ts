@@ -59,6 +59,10 @@ interface Artefact {
 export interface LogQuery {
   type?: LogType | null;
   since?: Date | null;
+  /** Only lines before this moment (exclusive). */
+  until?: Date | null;
+  /** The last N matching lines, oldest first. */
+  tail?: number | null;
   first?: number | null;
   after?: string | null;
 }
@@ -425,21 +429,36 @@ export class DeploymentsService {
   }
 
   async logs(actor: Actor, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
+    const filter = { type: q.type ?? null, since: q.since ?? null, until: q.until ?? null };
+    if (q.tail !== null && q.tail !== undefined) {
+      if (!Number.isInteger(q.tail) || q.tail < 1 || q.tail > LOG_PAGE_MAX)
+        throw ValidationFailed.field('tail', `must be an integer from 1 to ${LOG_PAGE_MAX}`);
+      if (q.first !== null && q.first !== undefined) throw ValidationFailed.field('tail', 'give tail or first, not both');
+      if (q.after) throw ValidationFailed.field('tail', 'reads the newest lines: continue from its endCursor with after, without tail');
+      // The newest N, then in their order: the page ends at the newest line.
+      const newest = await this.readLogs(deployment.id, { ...filter, afterSeq: 0, newestFirst: true }, q.tail);
+      return toPage(newest.reverse(), q.tail, (l) => `seq:${l.seq}`);
+    }
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
     const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
-    const rows = await this.readLogs(deployment.id, after ? Number(after.slice(4)) : 0, q.type ?? null, q.since ?? null, limit + 1);
+    const rows = await this.readLogs(deployment.id, { ...filter, afterSeq: after ? Number(after.slice(4)) : 0, newestFirst: false }, limit + 1);
     return toPage(rows, limit, (l) => `seq:${l.seq}`);
   }
 
-  private readLogs(deploymentId: string, afterSeq: number, type: LogType | null, since: Date | null, limit: number): Promise<LogLine[]> {
+  private readLogs(
+    deploymentId: string,
+    q: { afterSeq: number; type: LogType | null; since: Date | null; until: Date | null; newestFirst: boolean },
+    limit: number,
+  ): Promise<LogLine[]> {
     const qb = this.ds
       .getRepository(LogLine)
       .createQueryBuilder('l')
-      .where('l.deployment_id = :deploymentId AND l.seq > :afterSeq', { deploymentId, afterSeq })
-      .orderBy('l.seq', 'ASC')
+      .where('l.deployment_id = :deploymentId AND l.seq > :afterSeq', { deploymentId, afterSeq: q.afterSeq })
+      .orderBy('l.seq', q.newestFirst ? 'DESC' : 'ASC')
       .limit(limit);
-    if (type) qb.andWhere('l.type = :type', { type });
-    if (since) qb.andWhere('l.timestamp > :since', { since });
+    if (q.type) qb.andWhere('l.type = :type', { type: q.type });
+    if (q.since) qb.andWhere('l.timestamp > :since', { since: q.since });
+    if (q.until) qb.andWhere('l.timestamp < :until', { until: q.until });
     return qb.getMany();
   }
 
@@ -505,7 +524,7 @@ export class DeploymentsService {
     const stream = logBatchStream({
       events,
       check: () => this.stillVisible(actor, id),
-      read: (afterSeq) => this.readLogs(id, afterSeq, type, since, REPLAY_BATCH),
+      read: (afterSeq) => this.readLogs(id, { afterSeq, type, since, until: null, newestFirst: false }, REPLAY_BATCH),
       pageSize: REPLAY_BATCH,
       type,
       since,

@@ -51,9 +51,9 @@ function deploymentStatus(value: string | undefined): DeploymentStatus | null {
   return v;
 }
 
-function since(value: string | undefined): string | null {
+function since(value: string | undefined, flag = '--since'): string | null {
   if (value === undefined) return null;
-  if (Number.isNaN(Date.parse(value))) throw new UsageError(`--since must be an ISO 8601 date-time, e.g. 2026-01-15T12:00:00Z, got "${value}"`);
+  if (Number.isNaN(Date.parse(value))) throw new UsageError(`${flag} must be an ISO 8601 date-time, e.g. 2026-01-15T12:00:00Z, got "${value}"`);
   return value;
 }
 
@@ -234,20 +234,41 @@ export const deployCommands: Command[] = [
     help:
       'With -f the stream stays open over graphql-ws; after a dropped connection it reconnects and\n' +
       'resumes where it was, printing no line twice and skipping none. A `--type build` stream ends\n' +
-      'with the build. With --json each line is one JSON object (seq, timestamp, type, message).',
+      'with the build. --tail N prints only the last N lines (then follows, with -f). With --json\n' +
+      'each line is one JSON object (seq, timestamp, type, message).',
     options: {
       type: { type: 'string', value: '<build|runtime>', description: 'only lines of this type' },
       since: { type: 'string', value: '<ISO>', description: 'only lines written after this moment' },
+      until: { type: 'string', value: '<ISO>', description: 'only lines written before this moment (not with -f)' },
+      tail: { type: 'string', value: '<n>', description: 'only the last n lines (1 to 1000)' },
       follow: { type: 'boolean', short: 'f', description: 'keep streaming new lines' },
     },
     async run(ctx, [id], options) {
       const api = ctx.api();
       const vars = { id, type: logType(str(options, 'type')), since: since(str(options, 'since')) };
+      const until = since(str(options, 'until'), '--until');
+      const tailOption = str(options, 'tail');
+      const tail = tailOption === undefined ? null : wholeNumber(tailOption, '--tail');
+      if (until !== null && options.follow) throw new UsageError('--until ends the lines before now: it cannot be used with -f');
+      let lastSeq = 0;
+      if (tail !== null) {
+        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, tail });
+        for (const l of page.deployment.logs.nodes) ctx.out(formatLine(ctx, l) + '\n');
+        const last = page.deployment.logs.nodes.at(-1);
+        if (!options.follow) return;
+        // Follow from the tail's last line: a millisecond before it, and nothing already printed.
+        if (last) {
+          lastSeq = last.seq;
+          vars.since = new Date(Date.parse(last.timestamp) - 1).toISOString();
+        }
+      }
       if (options.follow) {
         await api.stream(DeploymentLogBatchStreamDocument, vars, {
           pick: (data) => data.deploymentLogBatches,
           seq: (l) => l.seq,
-          onItem: (l) => ctx.out(formatLine(ctx, l) + '\n'),
+          onItem: (l) => {
+            if (l.seq > lastSeq) ctx.out(formatLine(ctx, l) + '\n');
+          },
           onNotice: notice(ctx),
         });
         // Only a build stream ends by itself; any other ends when the deployment is deleted.
@@ -256,7 +277,7 @@ export const deployCommands: Command[] = [
       }
       let after: string | null = null;
       for (;;) {
-        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, first: 1000, after });
+        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, first: 1000, after });
         for (const l of page.deployment.logs.nodes) ctx.out(formatLine(ctx, l) + '\n');
         const { hasNextPage, endCursor } = page.deployment.logs.pageInfo;
         if (!hasNextPage || !endCursor) return;
