@@ -149,9 +149,9 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/deployments/:id/logs',
     operation: /* GraphQL */ `
-      query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $until: DateTime, $tail: Int, $limit: Int, $cursor: String) {
+      query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $until: DateTime, $tail: Int, $q: String, $limit: Int, $cursor: String) {
         deployment(id: $id) {
-          logs(type: $type, since: $since, until: $until, tail: $tail, first: $limit, after: $cursor) {
+          logs(type: $type, since: $since, until: $until, tail: $tail, q: $q, first: $limit, after: $cursor) {
             nodes {
               ...RestLogLine
             }
@@ -164,13 +164,14 @@ export const routes: Route[] = [
       }
       ${resources.LogLine.fragment}
     `,
-    query: ['type', 'since', 'until', 'tail', 'limit', 'cursor'],
+    query: ['type', 'since', 'until', 'tail', 'q', 'limit', 'cursor'],
     variables: (req) => ({
       id: req.params.id,
       type: enumParam(req.query.type),
       since: req.query.since,
       until: req.query.until,
       tail: intParam(req.query.tail),
+      q: req.query.q,
       limit: intParam(req.query.limit),
       cursor: req.query.cursor,
     }),

@@ -352,6 +352,15 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         .filter(Boolean)
         .map((l) => JSON.parse(l));
       expect(before).toEqual(all.filter((l) => l.timestamp < all[5].timestamp));
+      const matching = ok(await hatch(env, ['logs', live, '-q', 'listening -nothing', '--json']))
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      expect(matching).toEqual(all.filter((l) => /listening/i.test(l.message)));
+      const badFilter = await hatch(env, ['logs', live, '-q', '@colour:red']);
+      expect(badFilter.code).toBe(1);
+      expect(badFilter.stderr).toMatch(/q: has an unknown key @colour .* at position 1/);
+      expect((await hatch(env, ['logs', live, '-q', 'x', '-f'])).code).toBe(2);
       expect((await hatch(env, ['logs', live, '--tail', '0'])).code).toBe(1); // the server's 422 on tail
       expect((await hatch(env, ['logs', live, '--tail', 'lots'])).code).toBe(2);
       expect((await hatch(env, ['logs', live, '--until', 'soon'])).code).toBe(2);

@@ -51,7 +51,7 @@ describe('docs/api.md: the generated REST ↔ GraphQL map', () => {
     expect(rowOf('POST', '/v1/apps/:slug/sources')).toBe(
       '| `POST /v1/apps/:slug/sources` `application/gzip` body | none: GraphQL has no binary upload; read it with `source(app, id)` | 200 `Source`: The egg already had these exact bytes: that source; 201 `Source`: Stored | `2026-01-15` |',
     );
-    expect(rowOf('GET', '/deployments/:id/logs')).toContain('| `deployment(id) { logs(type, since, until, tail, first, after) }` |');
+    expect(rowOf('GET', '/deployments/:id/logs')).toContain('| `deployment(id) { logs(type, since, until, tail, q, first, after) }` |');
     expect(rowOf('PATCH', '/apps/:slug/resources')).toContain('(owner only)');
     expect(rowOf('DELETE', '/v1/apps/:slug/volume')).toMatch(/\| 200 `Volume`: .*; 204: .* \|/);
   });

@@ -72,6 +72,13 @@ export class LogsArgs {
   })
   tail?: number | null;
 
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'A filter: words and `"phrases"` that must all be in the line (case-insensitive), `-word` or `-"phrase"` that must not, `@type:build|runtime`. A bad one is an error naming `q` and the position.',
+  })
+  q?: string | null;
+
   @Field(() => Int, { nullable: true, description: 'Page size, 1 to 1000; default 100.' })
   first?: number | null;
 

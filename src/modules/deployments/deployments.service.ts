@@ -23,6 +23,7 @@ import { LogWriter } from './log-writer';
 import { validateEnv } from './deploy-env';
 import { validateImage } from './deploy-image';
 import { SourcesService } from '../sources/sources.service';
+import { containsPattern, LogFilter, parseLogFilter } from './log-filter';
 import { checkIdempotencyKey, claimIdempotencyKey, recordIdempotentResponse } from './idempotency';
 import { logBatchStream, statusStream } from './log-stream';
 import { deploymentSuffix, HostTarget, hostUrl } from '../apps/hosts';
@@ -63,6 +64,8 @@ export interface LogQuery {
   until?: Date | null;
   /** The last N matching lines, oldest first. */
   tail?: number | null;
+  /** A filter (log-filter.ts). */
+  q?: string | null;
   first?: number | null;
   after?: string | null;
 }
@@ -429,7 +432,7 @@ export class DeploymentsService {
   }
 
   async logs(actor: Actor, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
-    const filter = { type: q.type ?? null, since: q.since ?? null, until: q.until ?? null };
+    const filter = { type: q.type ?? null, since: q.since ?? null, until: q.until ?? null, match: parseLogFilter(q.q) };
     if (q.tail !== null && q.tail !== undefined) {
       if (!Number.isInteger(q.tail) || q.tail < 1 || q.tail > LOG_PAGE_MAX)
         throw ValidationFailed.field('tail', `must be an integer from 1 to ${LOG_PAGE_MAX}`);
@@ -447,7 +450,7 @@ export class DeploymentsService {
 
   private readLogs(
     deploymentId: string,
-    q: { afterSeq: number; type: LogType | null; since: Date | null; until: Date | null; newestFirst: boolean },
+    q: { afterSeq: number; type: LogType | null; since: Date | null; until: Date | null; newestFirst: boolean; match?: LogFilter | null },
     limit: number,
   ): Promise<LogLine[]> {
     const qb = this.ds
@@ -459,6 +462,11 @@ export class DeploymentsService {
     if (q.type) qb.andWhere('l.type = :type', { type: q.type });
     if (q.since) qb.andWhere('l.timestamp > :since', { since: q.since });
     if (q.until) qb.andWhere('l.timestamp < :until', { until: q.until });
+    if (q.match) {
+      if (q.match.type) qb.andWhere('l.type = :matchType', { matchType: q.match.type });
+      q.match.include.forEach((word, i) => qb.andWhere(`l.message ILIKE :inc${i}`, { [`inc${i}`]: containsPattern(word) }));
+      q.match.exclude.forEach((word, i) => qb.andWhere(`l.message NOT ILIKE :exc${i}`, { [`exc${i}`]: containsPattern(word) }));
+    }
     return qb.getMany();
   }
 

@@ -241,6 +241,7 @@ export const deployCommands: Command[] = [
       since: { type: 'string', value: '<ISO>', description: 'only lines written after this moment' },
       until: { type: 'string', value: '<ISO>', description: 'only lines written before this moment (not with -f)' },
       tail: { type: 'string', value: '<n>', description: 'only the last n lines (1 to 1000)' },
+      filter: { type: 'string', short: 'q', value: '<filter>', description: 'only matching lines: words, "phrases", -word, @type:build (not with -f yet)' },
       follow: { type: 'boolean', short: 'f', description: 'keep streaming new lines' },
     },
     async run(ctx, [id], options) {
@@ -250,9 +251,11 @@ export const deployCommands: Command[] = [
       const tailOption = str(options, 'tail');
       const tail = tailOption === undefined ? null : wholeNumber(tailOption, '--tail');
       if (until !== null && options.follow) throw new UsageError('--until ends the lines before now: it cannot be used with -f');
+      const q = str(options, 'filter') ?? null;
+      if (q !== null && options.follow) throw new UsageError('-q filters stored lines; it cannot be used with -f yet');
       let lastSeq = 0;
       if (tail !== null) {
-        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, tail });
+        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, tail, q });
         for (const l of page.deployment.logs.nodes) ctx.out(formatLine(ctx, l) + '\n');
         const last = page.deployment.logs.nodes.at(-1);
         if (!options.follow) return;
@@ -277,7 +280,7 @@ export const deployCommands: Command[] = [
       }
       let after: string | null = null;
       for (;;) {
-        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, first: 1000, after });
+        const page: DeploymentLogsQuery = await api.request(DeploymentLogsDocument, { ...vars, until, q, first: 1000, after });
         for (const l of page.deployment.logs.nodes) ctx.out(formatLine(ctx, l) + '\n');
         const { hasNextPage, endCursor } = page.deployment.logs.pageInfo;
         if (!hasNextPage || !endCursor) return;
