@@ -1,4 +1,3 @@
-import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -27,6 +26,7 @@ import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../suppo
 import { storedRows, tarGz, upload } from '../sources/helpers';
 import { hatch, stopAllClis, tempDir } from '../cli-hatch/helpers';
 import { until } from '../crons/helpers';
+import { requestLoop, viaRouter } from '../support/router';
 
 /** A tiny Node egg without dependencies: answers `<version> <path>`, logs each request, exits 3 on /crash, greets a WebSocket. */
 const SERVER = (version: string) => `
@@ -50,21 +50,6 @@ const eggFiles = (version: string): Record<string, string> => ({
   'package.json': JSON.stringify({ name: 'tiny-egg', version: '1.0.0', scripts: { start: 'node server.js' } }),
   'server.js': SERVER(version),
 });
-
-/** A request through the router, with the egg's host (Node does not resolve *.localhost: connect to 127.0.0.1, set Host). */
-function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  const { port } = new URL(routerUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describeDocker('hosting for real: Docker behind the router (end to end)', () => {
   let d: Docker;
@@ -227,20 +212,7 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
   let second: string;
 
   it('a second deploy under a request loop through the router: no request fails, and the new version takes over', async () => {
-    let looping = true;
-    const seen: string[] = [];
-    const failures: string[] = [];
-    const loop = (async () => {
-      while (looping) {
-        try {
-          const r = await get(slug, '/loop');
-          if (r.status !== 200) failures.push(`${r.status} ${r.body}`);
-          else seen.push(r.body);
-        } catch (err) {
-          failures.push(String(err));
-        }
-      }
-    })();
+    const { seen, failures, stop } = requestLoop(() => get(slug, '/loop'));
     const next = await deployFiles(slug, eggFiles('v2'));
     expect(next.status).toBe('LIVE');
     second = next.id;
@@ -250,8 +222,7 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
       await get(slug, '/probe');
     }
     await new Promise((r) => setImmediate(r));
-    looping = false;
-    await loop;
+    await stop();
     expect(failures).toEqual([]);
     expect(seen[0]).toBe('v1 /loop');
     expect(seen.at(-1)).toBe('v2 /loop');

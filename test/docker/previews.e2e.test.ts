@@ -1,4 +1,3 @@
-import http from 'node:http';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -14,6 +13,7 @@ import { makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../support/docker';
 import { upload } from '../sources/helpers';
 import { until } from '../crons/helpers';
+import { viaRouter as request } from '../support/router';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -128,18 +128,10 @@ function vendored(pkg: string, into: Record<string, string> = {}, seen = new Set
   return into;
 }
 
-function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; body: string }> {
-  const { port } = new URL(routerUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** Status and body through the router. */
+async function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; body: string }> {
+  const { status, body } = await request(routerUrl, host, urlPath);
+  return { status, body };
 }
 
 describeDocker('previews on Docker: their own container, database and Redis user, and nothing left after teardown', () => {

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import type Docker from 'dockerode';
 import { DeployDocument, RestartAppDocument } from '../../src/client/generated';
 import { LABELS } from '../../src/runtime/docker/docker.runtime';
@@ -8,6 +7,7 @@ import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../suppo
 import { upload } from '../sources/helpers';
 import { until } from '../crons/helpers';
 import { DeploymentLogStreamDocument } from '../../src/client/generated';
+import { viaRouter } from '../support/router';
 
 /** Answers with the container's host name, so a test sees which replica served it. */
 const SERVER = `
@@ -17,20 +17,6 @@ http.createServer((req, res) => {
   res.end(require('os').hostname());
 }).listen(Number(process.env.PORT));
 `;
-
-function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; body: string }> {
-  const { port } = new URL(routerUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describeDocker('replicas on Docker: one container each, balanced by the router, a failed one out of rotation', () => {
   let d: Docker;

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import type Docker from 'dockerode';
 import { buildApp, Gateway } from '../../src/app';
 import {
@@ -18,6 +17,7 @@ import { makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { docker, dockerHere, ensureNodeImage, sourceArchive } from '../support/docker';
 import { upload } from '../sources/helpers';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { requestLoop, viaRouter } from '../support/router';
 
 /**
  * Swarm mode needs the Engine to be a swarm manager: CI makes it one (.ci/run); elsewhere these
@@ -43,20 +43,6 @@ server.on('upgrade', (req, socket) => {
 });
 server.listen(Number(process.env.PORT));
 `;
-
-function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; body: string }> {
-  const { port } = new URL(routerUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Swarm converges in its own time (task states, rolling updates): asks every 100 ms, for up to a minute. */
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
@@ -270,30 +256,17 @@ describeSwarm('swarm mode: eggs as Swarm services (HATCHERY_DOCKER_MODE=swarm)',
   let second: string;
 
   it('a second deploy under a request loop: no request fails, the new version takes over, and the old service goes', async () => {
-    let looping = true;
-    const seen: string[] = [];
-    const failures: string[] = [];
-    const loop = (async () => {
-      while (looping) {
-        try {
-          const r = await get(slug, '/loop');
-          if (r.status !== 200) failures.push(`${r.status} ${r.body}`);
-          else seen.push(r.body.split(' ')[0]);
-        } catch (err) {
-          failures.push(String(err));
-        }
-      }
-    })();
+    const { seen, failures, stop } = requestLoop(() => get(slug, '/loop'));
+    const versions = () => seen.map((body) => body.split(' ')[0]);
     try {
       second = await deploySource(slug, 'v2');
-      await until('the loop to meet v2', () => Promise.resolve(seen.includes('v2')));
+      await until('the loop to meet v2', () => Promise.resolve(versions().includes('v2')));
     } finally {
-      looping = false;
-      await loop;
+      await stop();
     }
     expect(failures).toEqual([]);
-    expect(seen[0]).toBe('v1');
-    expect(seen.at(-1)).toBe('v2');
+    expect(versions()[0]).toBe('v1');
+    expect(versions().at(-1)).toBe('v2');
     await until('the superseded service to go, once drained', async () => (await serviceOf(slug, live)) === null);
   }, 180_000);
 

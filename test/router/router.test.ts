@@ -1,22 +1,13 @@
-import http from 'node:http';
 import { buildApp, Gateway } from '../../src/app';
 import { DeploymentLogsDocument, DeploymentLogStreamDocument, UpsertPreviewDocument } from '../../src/client/generated';
 import { collect, gqlOk, startGateway, TestGateway, waitForItem, wsClient } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { viaRouter as rawViaRouter } from '../support/router';
 
-/** A request to the router with a Host header (connects to 127.0.0.1: Node does not resolve *.localhost). */
-function viaRouter(routerUrl: string, host: string, urlPath = '/'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
-  const { port } = new URL(routerUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, headers: { host }, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text.startsWith('{') ? JSON.parse(text) : text }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** The router's answer, its body parsed when it is JSON (problem details). */
+async function viaRouter(routerUrl: string, host: string, urlPath = '/') {
+  const r = await rawViaRouter(routerUrl, host, urlPath);
+  return { ...r, body: r.body.startsWith('{') ? JSON.parse(r.body) : r.body };
 }
 
 /** What the router answers without a Docker Engine: where nothing can be served, it says why (the routing itself is the same on Docker: test/docker/hosting.e2e.test.ts). */

@@ -20,7 +20,7 @@ import {
   RunningEgg,
   Runtime,
 } from '../runtime.port';
-import { lineSplitter } from './lines';
+import { lineSplitter, parseTimestamped } from './lines';
 import { PreviewDatabases } from './preview-databases';
 import { PreviewRedis } from './preview-redis';
 import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './preview-relays';
@@ -125,25 +125,18 @@ export class DockerRuntime implements Runtime {
       Labels: { [LABELS.app]: spec.slug, [LABELS.cronRun]: spec.runId },
       HostConfig: { ...hostConfig(egg), RestartPolicy: { Name: 'no' } },
     });
-    const remove = () => removed(container);
-    const onAbort = () => void remove();
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      signal.throwIfAborted();
-      const stream = await container.attach({ stream: true, stdout: true, stderr: true, logs: true });
-      const ended = demuxLines(this.docker, stream, (line) => log(line, new Date()));
-      await container.start();
-      const exit = (await container.wait()) as { StatusCode: number };
-      await ended;
-      signal.throwIfAborted();
-      return { exitCode: exit.StatusCode };
-    } catch (e) {
-      if (signal.aborted) throw signal.reason;
-      throw e;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      await remove();
-    }
+    return removedAfter(
+      signal,
+      () => removed(container),
+      async () => {
+        const stream = await container.attach({ stream: true, stdout: true, stderr: true, logs: true });
+        const ended = demuxLines(this.docker, stream, (line) => log(line, new Date()));
+        await container.start();
+        const exit = (await container.wait()) as { StatusCode: number };
+        await ended;
+        return { exitCode: exit.StatusCode };
+      },
+    );
   }
 
   async runningCommands(): Promise<string[]> {
@@ -614,6 +607,27 @@ export function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: 
   });
 }
 
+/**
+ * Runs a command's `work` and then `remove`s what runs it, whatever happened. Aborted, it is
+ * removed at once and the promise rejects with the abort's reason, even if `work` finished.
+ */
+export async function removedAfter<T>(signal: AbortSignal, remove: () => Promise<void>, work: () => Promise<T>): Promise<T> {
+  const onAbort = () => void remove();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    signal.throwIfAborted();
+    const result = await work();
+    signal.throwIfAborted();
+    return result;
+  } catch (e) {
+    if (signal.aborted) throw signal.reason;
+    throw e;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    await remove();
+  }
+}
+
 /** Removes the container (killing it) and resolves once it is gone, whoever else is removing it meanwhile. */
 export async function removed(container: Docker.Container): Promise<void> {
   await container.remove({ force: true }).catch(() => undefined);
@@ -826,13 +840,12 @@ class WatchedContainer implements RunningEgg {
   private async follow(container: Docker.Container, since: number): Promise<void> {
     const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
     const emit = (raw: string) => {
-      const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z ?(.*)$/.exec(raw);
-      if (!m) return this.log('runtime', raw);
+      const line = parseTimestamped(raw);
+      if (!line) return this.log('runtime', raw);
       // Following again after a restart starts at a whole second: lines already seen come again.
-      const ns = BigInt(Date.parse(`${m[1]}Z`)) * 1_000_000n + BigInt((m[2] ?? '').padEnd(9, '0'));
-      if (ns <= this.lastSeenNs) return;
-      this.lastSeenNs = ns;
-      this.log('runtime', m[3], new Date(Number(ns / 1_000_000n)));
+      if (line.ns <= this.lastSeenNs) return;
+      this.lastSeenNs = line.ns;
+      this.log('runtime', line.message, line.at);
     };
     void demuxLines(this.docker, stream, emit);
   }

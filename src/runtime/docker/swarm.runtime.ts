@@ -13,9 +13,11 @@ import {
   imageTag,
   LABELS,
   PIDS_LIMIT,
+  removedAfter,
   replicasOf,
   volumeName,
 } from './docker.runtime';
+import { parseTimestamped } from './lines';
 
 const MB = 1024 * 1024;
 
@@ -173,12 +175,7 @@ export class SwarmRuntime extends DockerRuntime {
 
   /** The deployment's service first (its tasks stop with it), then any container left. */
   protected override async removeContainers(deploymentId: string): Promise<void> {
-    for (const s of (await this.docker.listServices({ filters: { label: [`${LABELS.deployment}=${deploymentId}`] } })) as unknown as ServiceInfo[]) {
-      await this.docker
-        .getService(s.ID)
-        .remove()
-        .catch(() => undefined);
-    }
+    await this.removeServices(`${LABELS.deployment}=${deploymentId}`);
     await super.removeContainers(deploymentId);
   }
 
@@ -222,14 +219,11 @@ export class SwarmRuntime extends DockerRuntime {
       },
       Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
     });
-    const remove = () =>
-      service
-        .remove()
-        .catch(() => undefined)
-        .then(() => this.removeLabelled(`${LABELS.cronRun}=${spec.runId}`));
-    const onAbort = () => void remove();
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
+    const remove = async () => {
+      await this.removeServices(`${LABELS.cronRun}=${spec.runId}`);
+      await this.removeLabelled(`${LABELS.cronRun}=${spec.runId}`);
+    };
+    return removedAfter(signal, remove, async () => {
       let ended: TaskInfo | undefined;
       while (!ended) {
         signal.throwIfAborted();
@@ -242,16 +236,19 @@ export class SwarmRuntime extends DockerRuntime {
         const line = parseServiceLine(raw);
         log(line.message, line.at);
       });
-      signal.throwIfAborted();
       const code = ended.Status.ContainerStatus?.ExitCode;
       if (code !== undefined) return { exitCode: code };
       return ended.Status.State === 'complete' ? { exitCode: 0 } : { exitCode: null, reason: ended.Status.Err ?? `its task ended ${ended.Status.State}` };
-    } catch (e) {
-      if (signal.aborted) throw signal.reason;
-      throw e;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      await remove();
+    });
+  }
+
+  /** Removes the services with the label (their tasks stop with them); what is gone already is not an error. */
+  private async removeServices(label: string): Promise<void> {
+    for (const s of (await this.docker.listServices({ filters: { label: [label] } })) as unknown as ServiceInfo[]) {
+      await this.docker
+        .getService(s.ID)
+        .remove()
+        .catch(() => undefined);
     }
   }
 
@@ -261,23 +258,19 @@ export class SwarmRuntime extends DockerRuntime {
   }
 
   override async stopCommand(runId: string): Promise<void> {
-    for (const s of (await this.docker.listServices({ filters: { label: [`${LABELS.cronRun}=${runId}`] } })) as unknown as ServiceInfo[]) {
-      await this.docker
-        .getService(s.ID)
-        .remove()
-        .catch(() => undefined);
-    }
+    await this.removeServices(`${LABELS.cronRun}=${runId}`);
     await super.stopCommand(runId);
   }
 }
 
 /** A service log line: `<timestamp> [<details>] <message>`. */
 function parseServiceLine(raw: string): { message: string; at?: Date; ns?: bigint; task?: string } {
-  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z (?:(\S*com\.docker\.swarm\.\S*) )?(.*)$/.exec(raw);
-  if (!m) return { message: raw };
-  const ns = BigInt(Date.parse(`${m[1]}Z`)) * 1_000_000n + BigInt((m[2] ?? '').padEnd(9, '0'));
-  const task = m[3] ? /com\.docker\.swarm\.task\.id=([^,\s]+)/.exec(m[3])?.[1] : undefined;
-  return { message: m[4], at: new Date(Number(ns / 1_000_000n)), ns, task };
+  const line = parseTimestamped(raw);
+  if (!line) return { message: raw };
+  // With `details`, the task's attributes come first: `com.docker.swarm.node.id=…,…task.id=… <message>`.
+  const details = /^(\S*com\.docker\.swarm\.\S*) (.*)$/s.exec(line.message);
+  const task = details ? /com\.docker\.swarm\.task\.id=([^,\s]+)/.exec(details[1])?.[1] : undefined;
+  return { message: details ? details[2] : line.message, at: line.at, ns: line.ns, task };
 }
 
 /**
