@@ -276,7 +276,8 @@ describeSwarm('swarm mode: eggs as Swarm services (HATCHERY_DOCKER_MODE=swarm)',
       const r = await get(slug, '/back');
       return r.status === 200 && r.body.startsWith('v1 ');
     });
-    const svc = await serviceOf(slug, live);
+    // The Engine may list a new service a moment after its tasks answer (seen once in CI).
+    const svc = await until('the rolled-back service to be listed', () => serviceOf(slug, live));
     expect(svc.Spec.TaskTemplate.ContainerSpec.Image).toBe(`hatchery/${slug}:${live.toLowerCase()}`);
     await until('the v2 service to go', async () => (await serviceOf(slug, second)) === null);
   }, 120_000);
