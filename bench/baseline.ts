@@ -19,19 +19,25 @@ const iso = (v: Date | null) => (v ? v.toISOString() : null);
  * GET /deployments?limit=N with the gateway's SQL (token lookup, visible deployments, their
  * apps' slugs), answering the gateway's REST shape, with bare Fastify and `pg`.
  */
+/** The account a `Bearer` token belongs to, as the gateway looks it up (one statement); null when refused. */
+export async function bearerViewer(pool: Pool, authorization: string | undefined): Promise<{ id: string } | null> {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!m) return null;
+  const hash = createHash('sha256').update(m[1]).digest('hex');
+  const auth = await pool.query(
+    `SELECT u.id, u.email, t.expires_at FROM api_tokens t JOIN users u ON u.id = t.user_id
+      WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+    [hash],
+  );
+  const viewer = auth.rows[0] as { id: string; expires_at: Date | null } | undefined;
+  return viewer && !(viewer.expires_at && viewer.expires_at <= new Date()) ? { id: viewer.id } : null;
+}
+
 export async function startBaselineHttp(pool: Pool): Promise<Server> {
   const app = Fastify({ logger: false });
   app.get('/deployments', async (req, reply) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
-    if (!m) return reply.code(401).send({ code: 'unauthorized' });
-    const hash = createHash('sha256').update(m[1]).digest('hex');
-    const auth = await pool.query(
-      `SELECT u.id, u.email, t.expires_at FROM api_tokens t JOIN users u ON u.id = t.user_id
-        WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
-      [hash],
-    );
-    const viewer = auth.rows[0];
-    if (!viewer || (viewer.expires_at && viewer.expires_at <= new Date())) return reply.code(401).send({ code: 'unauthorized' });
+    const viewer = await bearerViewer(pool, req.headers.authorization);
+    if (!viewer) return reply.code(401).send({ code: 'unauthorized' });
     const limit = Number((req.query as Record<string, string>).limit ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) return reply.code(422).send({ code: 'validation_failed' });
     const { rows } = await pool.query(
@@ -159,8 +165,8 @@ export async function bareInsert(pool: Pool, deploymentId: string, lines: number
         messages.push(ingestMessage(from + i));
       }
       await client.query(
-        `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
-         SELECT $1, u.s, u.t, u.ty, u.m FROM unnest($2::int[], $3::timestamptz[], $4::text[], $5::text[]) AS u(s, t, ty, m)`,
+        `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message)
+         SELECT $1, (SELECT app_id FROM deployments WHERE id = $1), u.s, u.t, u.ty, u.m FROM unnest($2::int[], $3::timestamptz[], $4::text[], $5::text[]) AS u(s, t, ty, m)`,
         [deploymentId, seqs, stamps, types, messages],
       );
     }

@@ -24,17 +24,13 @@ import { Cron } from '../src/modules/crons/cron.entity';
 import { Deployment, DeploymentStatus } from '../src/modules/deployments/deployment.entity';
 import { LogType } from '../src/modules/deployments/log-line.entity';
 import { bareInsert, ingestMessage, startBaselineHttp, startBaselineWs } from './baseline';
+import { DRAIN, drainPhase } from './drain';
+import { num, Row } from './settings';
+import { selfSignedCert } from '../test/support/tls';
+import { POSTGRAPHILE_LIST, startMercurius, startPostGraphile } from './peers';
 
 // ---------------------------------------------------------------------------------------------
 // Settings (environment), with defaults sized for a 2-core machine: under 3 minutes in all.
-
-function num(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return n;
-}
 
 function logField(v: string): 'deploymentLogs' | 'deploymentLogBatches' {
   if (v !== 'deploymentLogs' && v !== 'deploymentLogBatches') throw new Error(`BENCH_LOG_FIELD must be deploymentLogs or deploymentLogBatches, got "${v}"`);
@@ -50,13 +46,16 @@ const S = {
   subscribers: num('BENCH_SUBSCRIBERS', 500),
   drainMs: num('BENCH_DRAIN_MS', 15_000), // after the last line, how long subscribers may take
   ingestLines: num('BENCH_INGEST_LINES', 100_000),
+  // The search phase (opt-in: BENCH_ONLY=search): lines stored in all, and in the one deployment searched.
+  searchLines: num('BENCH_SEARCH_LINES', 10_000_000),
+  searchDeploymentLines: num('BENCH_SEARCH_DEPLOYMENT_LINES', 1_000_000),
   crons: num('BENCH_CRONS', 10_000),
   cronDeadlineS: num('BENCH_CRON_DEADLINE_SECONDS', 10),
   cronTimeoutS: num('BENCH_CRON_TIMEOUT_SECONDS', 60),
   cronTickMs: num('BENCH_CRON_TICK_MS', 1000),
   // deploymentLogBatches (several lines per message) or deploymentLogs (one line per message).
   logField: logField(process.env.BENCH_LOG_FIELD ?? 'deploymentLogBatches'),
-  only: new Set((process.env.BENCH_ONLY ?? 'http,nested,refusal,ingest,cron,logs').split(',').map((s) => s.trim())),
+  only: new Set((process.env.BENCH_ONLY ?? 'http,peers,nested,refusal,ingest,cron,logs').split(',').map((s) => s.trim())),
   // Where the JSON goes (test/bench/smoke.test.ts points it at a temp dir).
   resultsDir: process.env.BENCH_RESULTS_DIR ?? path.resolve(__dirname, 'results'),
 };
@@ -209,6 +208,8 @@ interface Seed {
   liveLogDeployment: string;
   ingestDeployment: string;
   baselineIngestDeployment: string;
+  /** The viewer's first egg, which the log deployments belong to. */
+  logApp: { id: string; slug: string };
 }
 
 function deploymentRow(appId: string, userId: string, at: Date, slug: string): Deployment {
@@ -268,20 +269,22 @@ async function seed(gateway: Gateway): Promise<Seed> {
   }
   // Deployments for the log phases: older than the listed ones, in the viewer's first egg.
   const logs = [0, 1, 2].map((i) => deploymentRow(apps[0].id, viewer.user.id, new Date(t0 + 1000 + i), apps[0].slug));
-  await ds.getRepository(Deployment).insert([...deployments, ...logs]);
+  // Older still, in the same egg: PostGraphile's list of one egg (the peers phase) has 20 rows and more.
+  const older = Array.from({ length: 20 }, (_, i) => deploymentRow(apps[0].id, viewer.user.id, new Date(t0 + 500 + i), apps[0].slug));
+  await ds.getRepository(Deployment).insert([...deployments, ...logs, ...older]);
   return {
     token: viewer.token,
     viewerId: viewer.user.id,
     liveLogDeployment: logs[0].id,
     ingestDeployment: logs[1].id,
     baselineIngestDeployment: logs[2].id,
+    logApp: { id: apps[0].id, slug: apps[0].slug },
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Phases.
 
-type Row = { measure: string; gateway: number | string | null; baseline: number | string | null; ratio: number | null; goal: string; met: boolean | null };
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 
@@ -325,15 +328,32 @@ async function check(
   if (got !== expected) throw new Error(`${target.method ?? 'GET'} ${target.url}: expected ${expected} items, got status ${res.status}: ${text.slice(0, 300)}`);
 }
 
-async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string) {
-  log('REST and GraphQL lists (autocannon in a second process)');
+/** The gateway's two lists, measured once and shared by the http and peers phases. */
+interface ListResults {
+  rest: HttpResult;
+  graphql: HttpResult;
+  /** The bare baseline, before and after the gateway's lists, averaged. */
+  baseline: { rps: number; latency: { p99: number } };
+}
+
+function listTargets(gatewayUrl: string, baselineUrl: string, token: string) {
   const auth = { authorization: `Bearer ${token}` };
-  const base = { url: `${baselineUrl}/deployments?limit=20`, headers: auth };
-  const restT = { url: `${gatewayUrl}/deployments?limit=20`, headers: auth };
-  const gqlT = gqlTarget(gatewayUrl, token, GQL_LIST, 20);
-  await check(base, (b) => b.data.length, 20);
-  await check(restT, (b) => b.data.length, 20);
-  await check(gqlT, (b) => (b.errors ? -2 : b.data.deployments.nodes.length), 20);
+  return {
+    base: { url: `${baselineUrl}/deployments?limit=20`, headers: auth },
+    rest: { url: `${gatewayUrl}/deployments?limit=20`, headers: auth },
+    graphql: gqlTarget(gatewayUrl, token, GQL_LIST, 20),
+  };
+}
+
+const countRest = (b: any) => b.data.length;
+const countGql = (b: any) => (b.errors ? -2 : b.data.deployments.nodes.length);
+
+async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string): Promise<ListResults> {
+  log('REST and GraphQL lists (autocannon in a second process)');
+  const { base, rest: restT, graphql: gqlT } = listTargets(gatewayUrl, baselineUrl, token);
+  await check(base, countRest, 20);
+  await check(restT, countRest, 20);
+  await check(gqlT, countGql, 20);
   // The baseline before and after the gateway runs, averaged: the machine's drift cancels too.
   const before = await autocannon('baseline (Fastify + pg)', base);
   const restR = await autocannon('gateway REST GET /deployments', restT);
@@ -352,18 +372,106 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
       gateway: Math.round(r.rps),
       baseline: Math.round(baseline.rps),
       ratio: tput,
-      goal: '≥ 0.5',
-      met: tput >= 0.5,
+      // Issue 17 raised the bar from ≥ 0.5 and ≤ 2.
+      goal: '≥ 0.8',
+      met: tput >= 0.8,
     });
     rows.push({
       measure: `${name}: p99 latency (ms)`,
       gateway: r.latency.p99,
       baseline: +baseline.latency.p99.toFixed(1),
       ratio: p99,
-      goal: '≤ 2',
-      met: p99 <= 2,
+      goal: '≤ 1.5',
+      met: p99 <= 1.5,
     });
   }
+  return { rest: restR, graphql: gqlR, baseline };
+}
+
+/**
+ * The GraphQL peers on the same database and rows, loaded the same way: PostGraphile 4 (one egg's
+ * deployments, no authentication) and mercurius + graphql-jit (the gateway's SQL). The gateway's
+ * figures are the http phase's when it ran, else measured here.
+ */
+async function peersPhase(gatewayUrl: string, baselineUrl: string, seedData: Seed, databaseUrl: string, pool: Pool, lists: ListResults | null) {
+  log('GraphQL peers: PostGraphile 4, mercurius + graphql-jit (same database, same rows)');
+  const targets = listTargets(gatewayUrl, baselineUrl, seedData.token);
+  const pg = await startPostGraphile(databaseUrl);
+  const merc = await startMercurius(pool);
+  try {
+    const pgT = {
+      url: `${pg.url}/graphql`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: POSTGRAPHILE_LIST, variables: { appId: seedData.logApp.id, first: 20 } }),
+    };
+    const mercT = gqlTarget(merc.url, seedData.token, GQL_LIST, 20);
+    // Each answers the same number of rows (and more follow): a misconfigured peer fails here.
+    const pages = {
+      postgraphile: await answer(pgT, (b) => b.data.allDeployments),
+      mercurius: await answer(mercT, (b) => b.data.deployments),
+      gateway: await answer(targets.graphql, (b) => b.data.deployments),
+    };
+    for (const [name, p] of Object.entries(pages)) {
+      if (p.rows !== 20 || !p.hasNextPage) throw new Error(`${name}: expected 20 rows and a next page, got ${JSON.stringify(p)}`);
+    }
+    if (!lists) {
+      await check(targets.rest, countRest, 20);
+      const before = await autocannon('baseline (Fastify + pg)', targets.base);
+      const rest = await autocannon('gateway REST GET /deployments', targets.rest);
+      const graphql = await autocannon('gateway GraphQL deployments(first: 20)', targets.graphql);
+      const after = await autocannon('baseline (Fastify + pg), again', targets.base);
+      lists = { rest, graphql, baseline: { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } } };
+    }
+    const pgR = await autocannon('PostGraphile 4 allDeployments', pgT);
+    const mercR = await autocannon('mercurius + graphql-jit deployments', mercT);
+    raw.peers = { rows: Object.fromEntries(Object.entries(pages).map(([k, p]) => [k, p.rows])), postgraphile: pgR, mercurius: mercR, gateway: lists };
+    const { rest, graphql } = lists;
+    const ratio = (a: HttpResult, b: HttpResult, what: 'rps' | 'p99') => (what === 'rps' ? a.rps / b.rps : a.latency.p99 / b.latency.p99);
+    const vs = (name: string, a: HttpResult, b: HttpResult, goal: number | null, goalText = goal === null ? '(reported)' : `≥ ${goal}`) => {
+      const r = ratio(a, b, 'rps');
+      rows.push({
+        measure: `${name}: throughput (req/s)`,
+        gateway: Math.round(a.rps),
+        baseline: Math.round(b.rps),
+        ratio: r,
+        goal: goalText,
+        met: goal === null ? null : r >= goal,
+      });
+    };
+    const vsP99 = (name: string, a: HttpResult, b: HttpResult) =>
+      rows.push({
+        measure: `${name}: p99 latency (ms)`,
+        gateway: a.latency.p99,
+        baseline: b.latency.p99,
+        ratio: ratio(a, b, 'p99'),
+        goal: '(reported)',
+        met: null,
+      });
+    vs('GraphQL list vs PostGraphile 4', graphql, pgR, 0.8, '≥ 0.8 (stretch 1.0)');
+    vsP99('GraphQL list vs PostGraphile 4', graphql, pgR);
+    vs('REST list vs PostGraphile 4', rest, pgR, 0.8);
+    vs('GraphQL list vs mercurius + graphql-jit', graphql, mercR, null);
+    vsP99('GraphQL list vs mercurius + graphql-jit', graphql, mercR);
+    vs('REST list vs GraphQL list', rest, graphql, 0.8);
+  } finally {
+    await merc.close();
+    await pg.close();
+  }
+}
+
+/** One request by hand: how many rows the list answered, and whether more follow. */
+async function answer(target: { url: string; method?: string; headers?: Record<string, string>; body?: string }, list: (body: any) => any) {
+  const res = await fetch(target.url, { method: target.method ?? 'GET', headers: target.headers, body: target.body });
+  const text = await res.text();
+  let page: any;
+  try {
+    page = res.status === 200 ? list(JSON.parse(text)) : undefined;
+  } catch {
+    page = undefined;
+  }
+  if (!page) throw new Error(`${target.url}: status ${res.status}: ${text.slice(0, 300)}`);
+  return { rows: page.nodes.length as number, hasNextPage: page.pageInfo.hasNextPage as boolean };
 }
 
 /** An operation over the alias limit (HATCHERY_GRAPHQL_MAX_ALIASES, 15): refused before it runs. */
@@ -514,6 +622,87 @@ async function ingestPhase(gateway: Gateway, pool: Pool, seedData: Seed) {
     goal: '≥ 0.7',
     met: mid.ratio >= 0.7,
   });
+}
+
+/** A request id of the search phase's line `i`: 12 hex digits, as unique as a real one. */
+const searchNeedle = (i: number) => `SELECT substr(md5('${i}'), 1, 12) AS id`;
+
+/**
+ * Log search (`q`) on big logs: S.searchLines stored in all (10 million by default), spread over
+ * deployments of one egg, S.searchDeploymentLines of them (1 million) in the deployment searched.
+ * Lines look like request logs with a unique request id each. Measured through REST: the first
+ * page (100 lines) of a rare term (one request id), a common term with an exclusion, and a term
+ * in no line, each the median of 5 requests; and the egg's logs searched across deployments.
+ */
+async function searchPhase(url: string, gateway: Gateway, pool: Pool, seedData: Seed) {
+  const total = Math.max(S.searchLines, S.searchDeploymentLines);
+  const others = Math.ceil((total - S.searchDeploymentLines) / S.searchDeploymentLines);
+  log(`Log search: ${total} lines (${S.searchDeploymentLines} in the deployment searched, the rest over ${others} more)`);
+  const ids: string[] = [];
+  const t0 = Date.now() - 86_400_000;
+  for (let i = 0; i <= others; i++) {
+    const d = deploymentRow(seedData.logApp.id, seedData.viewerId, new Date(t0 + i), seedData.logApp.slug);
+    await gateway.ds.getRepository(Deployment).insert(d);
+    ids.push(d.id);
+  }
+  const loading = performance.now();
+  // Loaded in bulk, the trigram index built after (as a restore would): what is measured is the search.
+  await pool.query('DROP INDEX IF EXISTS log_lines_message_trgm');
+  let left = total;
+  for (const [n, id] of ids.entries()) {
+    const count = Math.min(S.searchDeploymentLines, left);
+    left -= count;
+    for (let from = 1; from <= count; from += 500_000) {
+      const to = Math.min(count, from + 499_999);
+      await pool.query(
+        `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream)
+         SELECT $1, $2, i, $3::timestamptz + i * interval '1 ms', 'runtime',
+                'GET /api/items/' || (i % 5000) || ' ' || (ARRAY['200','200','200','404','500'])[1 + i % 5] || ' ' || (i % 300) || 'ms req=' || substr(md5(($4 + i)::text), 1, 12),
+                'stdout'
+           FROM generate_series($5::int, $6::int) AS i`,
+        [id, seedData.logApp.id, new Date(t0 + n * 3_600_000).toISOString(), n * S.searchDeploymentLines, from, to],
+      );
+    }
+  }
+  await pool.query('CREATE INDEX log_lines_message_trgm ON log_lines USING gin (message gin_trgm_ops)');
+  await pool.query('ANALYZE log_lines');
+  log(`  loaded and indexed in ${((performance.now() - loading) / 1000).toFixed(0)} s`);
+
+  const target = ids[0];
+  const [{ id: needle }] = (await pool.query(searchNeedle(Math.floor(S.searchDeploymentLines / 2)))).rows;
+  const median = async (path: string, expect: (n: number) => boolean) => {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${seedData.token}` } });
+      const body = (await res.json()) as { data?: unknown[] };
+      times.push(performance.now() - started);
+      if (res.status !== 200 || !expect(body.data?.length ?? -1)) throw new Error(`GET ${path}: status ${res.status}, ${JSON.stringify(body).slice(0, 300)}`);
+    }
+    return times.sort((a, b) => a - b)[2];
+  };
+  const q = (s: string) => encodeURIComponent(s);
+  const cases: Array<[string, string, (n: number) => boolean]> = [
+    ['one request id (1 line)', `/deployments/${target}/logs?q=${q(`req=${needle}`)}`, (n) => n === 1],
+    ['a common term with an exclusion (a page of 100)', `/deployments/${target}/logs?q=${q('" 500 " -items/1')}`, (n) => n === 100],
+    ['a term in no line', `/deployments/${target}/logs?q=${q('no-such-text')}`, (n) => n === 0],
+    ['the egg’s logs, one request id', `/v1/apps/${seedData.logApp.slug}/logs?q=${q(`req=${needle}`)}`, (n) => n >= 1],
+  ];
+  const results: Record<string, number> = {};
+  for (const [name, path, expect] of cases) {
+    const ms = await median(path, expect);
+    results[name] = ms;
+    log(`  ${name}: ${ms.toFixed(1)} ms`);
+    rows.push({
+      measure: `Log search over ${total} lines: ${name} (median ms)`,
+      gateway: Math.round(ms * 10) / 10,
+      baseline: null,
+      ratio: null,
+      goal: '< 500 ms',
+      met: ms < 500,
+    });
+  }
+  raw.search = { total, perDeployment: S.searchDeploymentLines, ms: results };
 }
 
 /**
@@ -792,6 +981,7 @@ async function main() {
   let pool: Pool | null = null;
   let baselineHttp: { close(): Promise<void> } | null = null;
   let stopped: Promise<void> | null = null;
+  const certDirs: string[] = [];
   const cleanup = () =>
     (stopped ??= (async () => {
       const stopping = Date.now();
@@ -801,6 +991,7 @@ async function main() {
       await gateway?.stop().catch((err) => log(`gateway stop: ${err}`));
       await db?.drop().catch((err) => log(`database drop: ${err}`));
       rmSync(tmp, { recursive: true, force: true });
+      for (const dir of certDirs) rmSync(dir, { recursive: true, force: true });
       log(`stopped in ${Date.now() - stopping} ms`);
     })());
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -814,6 +1005,9 @@ async function main() {
   }
   try {
     db = await openBenchDb(tmp);
+    // The drain phase's receiver certificate, trusted by the gateway (opt-in: BENCH_ONLY=…,drain).
+    const drainTls = S.only.has('drain') ? selfSignedCert('hatchery-bench-drain-', '127.0.0.1', 'IP:127.0.0.1') : null;
+    if (drainTls) certDirs.push(drainTls.dir);
     log(`database: ${db.where}`);
     const counter = { n: 0, on: false };
     const config = loadConfig({
@@ -835,6 +1029,7 @@ async function main() {
       HATCHERY_RATE_LIMIT_ANON_PER_MIN: process.env.BENCH_RATE_LIMIT_PER_MIN ?? '100000000',
       // Every subscriber and load connection comes from 127.0.0.1.
       HATCHERY_MAX_CONNECTIONS_PER_IP: String(S.subscribers + S.connections + 100),
+      ...(drainTls ? { HATCHERY_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', HATCHERY_WEBHOOK_CA_FILE: drainTls.certFile } : {}),
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
     gateway = buildApp(config, {
@@ -855,11 +1050,18 @@ async function main() {
     const bh = await startBaselineHttp(pool);
     baselineHttp = bh;
 
-    if (S.only.has('http')) await httpPhase(url, bh.url, seedData.token);
+    const lists = S.only.has('http') ? await httpPhase(url, bh.url, seedData.token) : null;
+    if (S.only.has('peers')) await peersPhase(url, bh.url, seedData, db.url, pool, lists);
     if (S.only.has('nested')) await nestedPhase(url, seedData.token, counter);
     if (S.only.has('refusal')) await refusalPhase(url, bh.url, seedData.token, counter);
     if (S.only.has('ingest')) await ingestPhase(gateway, pool, seedData);
     if (S.only.has('cron')) await cronPhase(gateway, pool);
+    if (S.only.has('search')) await searchPhase(url, gateway, pool, seedData);
+    if (drainTls) {
+      const drained = await drainPhase(gateway, { id: seedData.viewerId, token: seedData.token }, drainTls, log);
+      rows.push(...drained.rows);
+      raw.drain = { settings: DRAIN, ...drained.raw };
+    }
     if (S.only.has('logs')) await logsPhase(gateway, seedData); // last: it may leave the gateway busy
 
     const result = {

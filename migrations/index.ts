@@ -1,3 +1,7 @@
+import { LogPartitions1795559438308 } from './1795559438308-LogPartitions';
+import { LogRetention1795558174739 } from './1795558174739-LogRetention';
+import { LogDrains1795557105803 } from './1795557105803-LogDrains';
+import { LogSearch1795556922481 } from './1795556922481-LogSearch';
 import { Replicas1795547809849 } from './1795547809849-Replicas';
 import { PreviewSourceFailure1795547165967 } from './1795547165967-PreviewSourceFailure';
 import { CronRunFailureReason1795537986218 } from './1795537986218-CronRunFailureReason';
@@ -40,4 +44,8 @@ export const migrations: MigrationClass[] = [
   CronRunFailureReason1795537986218,
   PreviewSourceFailure1795547165967,
   Replicas1795547809849,
+  LogSearch1795556922481,
+  LogDrains1795557105803,
+  LogRetention1795558174739,
+  LogPartitions1795559438308,
 ];

@@ -12,7 +12,7 @@ import { contextFactory } from './graphql/build-context';
 import { createPubSub } from './bus/pubsub';
 import { GatewayPubSub, topicCodecs, Topics } from './modules';
 import { EventBus } from './bus/event-bus';
-import { expandStoredLines } from './modules/deployments/log-writer';
+import { expandStoredAppLines, expandStoredLines } from './modules/deployments/log-writer';
 import { PgTransport } from './bus/pg-transport';
 import { RedisTransport } from './bus/redis-transport';
 import { buildGatewaySchema } from './graphql/schema';
@@ -166,6 +166,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       const channel = config.eventsChannel;
       // Log lines travel between gateways as "stored up to seq N"; each gateway reads them once.
       bus.expandWith('DEPLOYMENT', expandStoredLines(ds));
+      bus.expandWith('APP_LOGS', expandStoredAppLines(ds));
       await bus.connect(
         config.redisUrl
           ? new RedisTransport({ url: config.redisUrl, channel: `${config.redisPrefix}${channel}`, onError: busError })
@@ -211,6 +212,8 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         limits: config.limits,
         sources: config.sources,
         webhooks: { ...config.webhooks, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile) : undefined, wake: wakeWebhooks },
+        logDrains: config.logDrains,
+        logRetentionDays: config.logRetentionDays,
         onError,
         metrics,
         leaseMs: config.leaseMs,
@@ -268,10 +271,21 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
           },
           { name: 'energy-meter', cron: '* * * * *', handler: () => energy.meter() },
           { name: 'sources-prune', cron: '* * * * *', handler: () => sources.prune() },
+          { name: 'logs-retention', cron: '7 * * * *', handler: () => deployments.retention.run() },
           ...(config.webhooks.worker ? [{ name: 'webhooks-deliver', cron: '* * * * *', pollSeconds: 0.5, handler: () => webhooks.deliverDue() }] : []),
         ]);
       }
       if (config.webhooks.worker) services.webhooks.wake(); // what a crashed gateway left in the outbox
+      if (config.logDrains.worker) {
+        // Any gateway's stored lines wake the drains of their egg that this gateway ships.
+        const shipper = services.drains.shipper;
+        bus.tap('APP_LOGS', (name, event) => {
+          const kind = (event as { kind?: string }).kind;
+          if (kind === 'stored') shipper.linesStored(name.slice(name.indexOf(':') + 1));
+          else if (kind === 'resync') shipper.resync();
+        });
+        services.drains.start();
+      }
       // Running previews reach their database and Redis through this host's relays: serve any left unserved.
       void services.previews.serveRunning().catch(onError);
       await http.app.listen({ port, host: config.host });
@@ -295,6 +309,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
       await services?.previews.stop();
       await services?.crons.stop();
       await services?.webhooks.stop();
+      await services?.drains.stop();
       await jobs?.stop(config.shutdownGraceMs);
       await relays?.close();
       await bus.close();

@@ -41,6 +41,8 @@ export interface Config {
   simCommandMs: number;
   /** How often the cron scheduler looks for due crons; 0: never by itself (tests tick it). */
   cronTickMs: number;
+  /** Log lines older than this many days are removed by the `logs-retention` job; 0 keeps them. */
+  logRetentionDays: number;
   /** Events one subscriber may fall behind by before its stream ends with LIMIT_EXCEEDED. */
   subscriptionMaxPending: number;
   /** Count caps, each a 422 limit_exceeded when reached. */
@@ -61,6 +63,20 @@ export interface Config {
     /** PEM file of an extra CA to trust for receivers (operators' internal CAs, tests). */
     caFile: string | null;
     /** Whether this gateway sends deliveries (off: leaves them to the others). */
+    worker: boolean;
+  };
+  /** Log drains; their URLs follow the webhooks' address rules, timeout and extra CA. */
+  logDrains: {
+    /** Lines per request (NDJSON) or per write (syslog). */
+    batchLines: number;
+    /** How often each gateway claims drains and looks for lines without being woken. */
+    pollMs: number;
+    /** The first retry's delay after a failed attempt, doubled each further failure up to `retryMaxMs`. */
+    retryBaseMs: number;
+    retryMaxMs: number;
+    /** A drain is disabled after this many attempts in a row failed. */
+    disableAfter: number;
+    /** Whether this gateway ships drains (off: leaves them to the others). */
     worker: boolean;
   };
   cronMissedAfterMs: number;
@@ -196,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     simSleepAfterMs: int(env, 'HATCHERY_SIM_SLEEP_AFTER_MS', 0, 0, 86_400_000),
     simCommandMs: int(env, 'HATCHERY_SIM_COMMAND_MS', 500, 0, 3_600_000),
     cronTickMs: int(env, 'HATCHERY_CRON_TICK_MS', 1000, 0, 60_000),
+    logRetentionDays: int(env, 'HATCHERY_LOG_RETENTION_DAYS', 30, 0, 36_500),
     subscriptionMaxPending: int(env, 'HATCHERY_SUBSCRIPTION_MAX_PENDING', 10_000, 10, 1_000_000),
     limits: {
       tokensPerAccount: int(env, 'HATCHERY_MAX_TOKENS_PER_ACCOUNT', 50, 1, 100_000),
@@ -216,6 +233,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       disableAfter: int(env, 'HATCHERY_WEBHOOK_DISABLE_AFTER', 5, 1, 1000),
       caFile: env.HATCHERY_WEBHOOK_CA_FILE || null,
       worker: oneOf(env, 'HATCHERY_WEBHOOK_WORKER', ['on', 'off'] as const, 'on') === 'on',
+    },
+    logDrains: {
+      batchLines: int(env, 'HATCHERY_LOG_DRAIN_BATCH_LINES', 1000, 1, 10_000),
+      pollMs: int(env, 'HATCHERY_LOG_DRAIN_POLL_MS', 1000, 20, 60_000),
+      retryBaseMs: int(env, 'HATCHERY_LOG_DRAIN_RETRY_BASE_MS', 1000, 10, 3_600_000),
+      retryMaxMs: int(env, 'HATCHERY_LOG_DRAIN_RETRY_MAX_MS', 300_000, 10, 86_400_000),
+      disableAfter: int(env, 'HATCHERY_LOG_DRAIN_DISABLE_AFTER', 30, 1, 100_000),
+      worker: oneOf(env, 'HATCHERY_LOG_DRAIN_WORKER', ['on', 'off'] as const, 'on') === 'on',
     },
     cronMissedAfterMs: int(env, 'HATCHERY_CRON_MISSED_AFTER_MS', 30_000, 1000, 3_600_000),
     cronRunTimeoutMs: int(env, 'HATCHERY_CRON_RUN_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
  * TypeID-style identifiers: `<prefix>_<26 chars>`, the suffix a UUIDv7 in Crockford base32, so ids
  * sort by creation time. Within one millisecond a counter keeps them increasing in this process.
  */
-export const ID_PREFIXES = ['usr', 'tok', 'app', 'dep', 'cron', 'run', 'wh', 'whd', 'prv', 'chk', 'led', 'evt', 'err', 'src'] as const;
+export const ID_PREFIXES = ['usr', 'tok', 'app', 'dep', 'cron', 'run', 'wh', 'whd', 'prv', 'chk', 'led', 'evt', 'err', 'src', 'drn'] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

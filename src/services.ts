@@ -14,12 +14,14 @@ import { CronsService } from './modules/crons/crons.service';
 import { WebhooksService } from './modules/webhooks/webhooks.service';
 import { AddressGuard } from './modules/webhooks/address-guard';
 import { WebhookSender } from './modules/webhooks/webhook-sender';
+import { DrainsService } from './modules/drains/drains.service';
 import Stripe from 'stripe';
 import { VolumesService } from './modules/volumes/volumes.service';
 import { SourcesService, SourcesOptions } from './modules/sources/sources.service';
 import { Runtime } from './runtime/runtime.port';
 import { SecretBox } from './secrets';
 import type { Metrics } from './metrics';
+import { newGatewayId } from './ids';
 
 export interface Services {
   accounts: AccountsService;
@@ -32,6 +34,7 @@ export interface Services {
   crons: CronsService;
   webhooks: WebhooksService;
   sources: SourcesService;
+  drains: DrainsService;
 }
 
 export interface ServiceDeps {
@@ -49,6 +52,10 @@ export interface ServiceDeps {
   limits: { tokensPerAccount: number; eggsPerAccount: number; cronsPerEgg: number; replicas?: Record<Tier, number> };
   sources: SourcesOptions;
   webhooks: { allowHosts: string[]; timeoutMs: number; retryScheduleMs: number[]; disableAfter: number; ca?: Buffer; wake?: (delayMs?: number) => void };
+  /** Log drains (their timeout, extra CA and address rules are the webhooks'); default: config's defaults. */
+  logDrains?: { batchLines: number; pollMs: number; retryBaseMs: number; retryMaxMs: number; disableAfter: number };
+  /** Log lines older than this many days are removed (0: kept); default 30. */
+  logRetentionDays?: number;
   onError: (err: unknown) => void;
   metrics?: Metrics;
   /** How long a claim on a build or a running egg lasts unless renewed. */
@@ -70,6 +77,19 @@ export function createServices(deps: ServiceDeps): Services {
     metrics: deps.metrics,
   });
   const sources = new SourcesService(deps.ds, deps.clock, apps, deps.sources);
+  const drains = new DrainsService(deps.ds, deps.clock, apps, deps.box, guard, {
+    batchLines: 1000,
+    pollMs: 1000,
+    retryBaseMs: 1000,
+    retryMaxMs: 300_000,
+    disableAfter: 30,
+    ...deps.logDrains,
+    timeoutMs: deps.webhooks.timeoutMs,
+    ca: deps.webhooks.ca,
+    leaseMs: deps.leaseMs ?? 30_000,
+    gatewayId: deps.gatewayId ?? newGatewayId(),
+    onError: deps.onError,
+  });
   const deployments = new DeploymentsService({ ...deps, apps, volumes, webhooks, sources });
   const previews = new PreviewsService(deps.ds, deps.clock, apps, deps.runtime, sources, {
     appsDomain: deps.appsDomain,
@@ -84,5 +104,5 @@ export function createServices(deps: ServiceDeps): Services {
     maxPerEgg: deps.limits.cronsPerEgg,
     onError: deps.onError,
   });
-  return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks, sources };
+  return { accounts, apps, deployments, volumes, previews, energy, billing, crons, webhooks, sources, drains };
 }

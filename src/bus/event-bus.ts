@@ -61,6 +61,7 @@ export class EventBus extends EventTarget {
   /** Received events wait here, in order, while an earlier one is being expanded. */
   private inbound: Promise<void> = Promise.resolve();
   private inboundPending = 0;
+  private readonly taps = new Map<string, Array<(eventName: string, value: unknown) => void>>();
 
   constructor(
     private readonly codecs: TopicCodecs,
@@ -91,6 +92,26 @@ export class EventBus extends EventTarget {
     this.expanders.set(key, expander);
   }
 
+  /**
+   * Sees every event of one routing key as this gateway's listeners would (its own and, decoded,
+   * the others'), without listening to it: nothing is expanded for a tap.
+   */
+  tap(key: string, fn: (eventName: string, value: unknown) => void): void {
+    this.taps.set(key, [...(this.taps.get(key) ?? []), fn]);
+  }
+
+  private tapped(event: Event): void {
+    const fns = this.taps.get(event.type.split(':', 1)[0]);
+    if (!fns) return;
+    for (const fn of fns) {
+      try {
+        fn(event.type, (event as CustomEvent).detail);
+      } catch (err) {
+        this.onError(err);
+      }
+    }
+  }
+
   override addEventListener(...args: Parameters<EventTarget['addEventListener']>): void {
     super.addEventListener(...args);
     const [type, listener] = args;
@@ -107,6 +128,7 @@ export class EventBus extends EventTarget {
 
   override dispatchEvent(event: Event): boolean {
     const delivered = super.dispatchEvent(event);
+    this.tapped(event);
     if (this.transport) {
       try {
         const encoded = this.codec(event.type).encode((event as CustomEvent).detail);
@@ -214,11 +236,13 @@ export class EventBus extends EventTarget {
   }
 
   private deliver(type: string, value: unknown): void {
+    const event = new CustomEvent(type, { detail: value });
     try {
-      super.dispatchEvent(new CustomEvent(type, { detail: value }));
+      super.dispatchEvent(event);
     } catch (err) {
       this.onError(err);
     }
+    this.tapped(event);
   }
 
   private codec(eventName: string): TopicCodec {

@@ -6,6 +6,7 @@ import { previewsLoaders } from '../modules/previews/previews.loaders';
 import { cronsLoaders } from '../modules/crons/crons.loaders';
 import { webhooksLoaders } from '../modules/webhooks/webhooks.loaders';
 import { volumesLoaders } from '../modules/volumes/volumes.loaders';
+import { drainsLoaders } from '../modules/drains/drains.loaders';
 
 /** Fresh per operation, so a cache never outlives the request that filled it. */
 export function createLoaders(ds: DataSource) {
@@ -17,6 +18,7 @@ export function createLoaders(ds: DataSource) {
     ...previewsLoaders(ds),
     ...cronsLoaders(ds),
     ...webhooksLoaders(ds),
+    ...drainsLoaders(ds),
   };
 }
 

@@ -14,6 +14,7 @@ import { Webhook, WebhookDelivery } from './webhooks/webhook.entity';
 import { SimVolumeUsage } from '../runtime/sim-volume-usage.entity';
 import { EventPayload } from '../bus/event-payload.entity';
 import { Source, SourceChunk } from './sources/source.entity';
+import { LogDrain, LogDrainCursor } from './drains/log-drain.entity';
 
 /** The one list of entities, for the DataSource and the migration drift check. */
 export const entities = [
@@ -39,4 +40,6 @@ export const entities = [
   EventPayload,
   Source,
   SourceChunk,
+  LogDrain,
+  LogDrainCursor,
 ];

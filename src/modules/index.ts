@@ -1,6 +1,7 @@
 import { AccountsResolver } from './accounts/accounts.resolver';
 import { AppsResolver } from './apps/apps.resolver';
 import { DeploymentsResolver } from './deployments/deployments.resolver';
+import { AppLogsResolver } from './deployments/app-logs.resolver';
 import { AppPreviewsResolver, PreviewsResolver } from './previews/previews.resolver';
 import { BillingResolver } from './billing/billing.resolver';
 import { EnergyResolver } from './energy/energy.resolver';
@@ -8,6 +9,7 @@ import { CronsResolver } from './crons/crons.resolver';
 import { WebhooksResolver } from './webhooks/webhooks.resolver';
 import { AppVolumeResolver, VolumesResolver } from './volumes/volumes.resolver';
 import { SourcesResolver } from './sources/sources.resolver';
+import { AppDrainsResolver, DrainsResolver } from './drains/drains.resolver';
 
 /** The topic registry: every module's events and how they travel between gateways. */
 export { topicCodecs, type GatewayPubSub, type Topics } from './topics';
@@ -17,6 +19,7 @@ export const resolvers = [
   AccountsResolver,
   AppsResolver,
   DeploymentsResolver,
+  AppLogsResolver,
   SourcesResolver,
   VolumesResolver,
   AppVolumeResolver,
@@ -26,6 +29,8 @@ export const resolvers = [
   BillingResolver,
   CronsResolver,
   WebhooksResolver,
+  DrainsResolver,
+  AppDrainsResolver,
 ] as const;
 
 /** The one list of entities, for the DataSource and the migration drift check. */

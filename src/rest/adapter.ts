@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import { downloadLines, NDJSON, wantsNdjson } from './download';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DocumentNode, execute, Kind, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
 import { FieldError } from '../errors';
@@ -106,9 +108,18 @@ export function registerRest(app: FastifyInstance, deps: { schema: GraphQLSchema
           return sendProblem(reply, 'BAD_USER_INPUT', named.map((e) => `${e.field} ${e.message}`).join('; '), { errors: named });
         }
 
-        const result = await execute({ schema: deps.schema, document, variableValues: variables, contextValue: contexts.get(req) });
+        const download = route.download && wantsNdjson(req.headers.accept);
+        if (download && variables.limit === undefined) variables.limit = route.download!.page;
+        const run = (vars: Record<string, unknown>) => execute({ schema: deps.schema, document, variableValues: vars, contextValue: contexts.get(req) });
+        const result = await run(variables);
         if (result.errors?.length) return sendGraphQLError(reply, route, result.errors[0], deps.log);
         const data = result.data as Record<string, unknown>;
+        for (const [name, value] of Object.entries(route.responseHeaders?.(data) ?? {})) if (value) reply.header(name, value);
+        if (download)
+          return reply
+            .code(200)
+            .type(NDJSON)
+            .send(Readable.from(downloadLines(route, data, variables, run, deps.log)));
         const status = typeof route.status === 'function' ? route.status(data) : route.status;
         if (status === 204 || !route.response) return reply.code(status).send();
         return reply.code(status).send(presentResponse(route, data));

@@ -71,12 +71,14 @@ function operationShape(g: SchemaView, document: DocumentNode): OperationShape {
 const TAGS: Record<string, string> = {
   deploy: 'Deployments',
   deployments: 'Deployments',
+  logs: 'Deployments',
   resources: 'Resources',
   volume: 'Volumes',
   previews: 'Previews',
   billing: 'Billing',
   crons: 'Crons',
   webhooks: 'Webhooks',
+  'log-drains': 'Log drains',
   sources: 'Sources',
 };
 

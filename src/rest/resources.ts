@@ -34,6 +34,21 @@ export const LogLine = defineResource({
 });
 export const LogLineList = defineList(LogLine);
 
+export const AppLogLine = defineResource({
+  name: 'AppLogLine',
+  graphqlType: 'LogLine',
+  description: 'One line of an egg’s logs: a deployment log line with the deployment that wrote it.',
+  fields: {
+    deployment: { from: 'deploymentId', schema: id('dep') },
+    seq: 'seq',
+    timestamp: 'timestamp',
+    type: { from: 'type', enum: true },
+    stream: { from: 'stream', enum: true },
+    message: 'message',
+  },
+});
+export const AppLogLineList = defineList(AppLogLine);
+
 export const Resources = defineResource({
   name: 'Resources',
   graphqlType: 'App',
@@ -152,6 +167,29 @@ export const WebhookTestResult = defineResource({
   },
 });
 
+const logDrainFields = {
+  id: { from: 'id', schema: id('drn') },
+  url: 'url',
+  format: { from: 'format', enum: true },
+  status: { from: 'status', enum: true },
+  disabled_reason: 'disabledReason',
+  last_error: 'lastError',
+  last_delivered_at: 'lastDeliveredAt',
+  created_at: 'createdAt',
+} satisfies Fields;
+
+export const LogDrain = defineResource({ name: 'LogDrain', graphqlType: 'LogDrain', fields: logDrainFields });
+export const LogDrainList = defineList(LogDrain);
+
+export const CreatedLogDrain = defineResource({
+  name: 'CreatedLogDrain',
+  graphqlType: 'CreatedLogDrain',
+  fields: {
+    ...within('logDrain', logDrainFields),
+    secret: { from: 'secret', schema: { type: 'string', pattern: '^whsec_' } },
+  },
+});
+
 export const Source = defineResource({
   name: 'Source',
   graphqlType: 'Source',
@@ -169,6 +207,8 @@ export const RESPONSE_BODIES: readonly ResponseBody[] = [
   DeploymentList,
   LogLine,
   LogLineList,
+  AppLogLine,
+  AppLogLineList,
   Resources,
   Volume,
   Preview,
@@ -184,5 +224,8 @@ export const RESPONSE_BODIES: readonly ResponseBody[] = [
   WebhookList,
   CreatedWebhook,
   WebhookTestResult,
+  LogDrain,
+  LogDrainList,
+  CreatedLogDrain,
   Source,
 ];

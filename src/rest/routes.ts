@@ -43,9 +43,29 @@ export interface Route {
   headers?: readonly string[];
   /** Only the egg's owner may call it (403 for collaborators). */
   ownerOnly?: boolean;
+  /**
+   * A list that `Accept: application/x-ndjson` downloads whole: every item, one JSON object per
+   * line, read a page at a time (so in constant memory) by running the operation again from each
+   * page's cursor, `page` items at a time. Not when `tail` is given: that is one page.
+   */
+  download?: { page: number };
+  /** Response headers taken from the operation's data (absent values send no header). */
+  responseHeaders?(data: Data): Record<string, string | null | undefined>;
 }
 
 const PAGE_FIELDS = { first: 'limit', after: 'cursor' };
+
+/** The query parameters of both logs endpoints (a deployment's, an egg's) and their variables. */
+const LOG_QUERY = ['type', 'since', 'until', 'tail', 'q', 'limit', 'cursor'] as const;
+const logVariables = (req: RestRequest) => ({
+  type: enumParam(req.query.type),
+  since: req.query.since,
+  until: req.query.until,
+  tail: intParam(req.query.tail),
+  q: req.query.q,
+  limit: intParam(req.query.limit),
+  cursor: req.query.cursor,
+});
 
 /** Query strings carry text; integers are passed as numbers so GraphQL's Int accepts them. */
 export function intParam(v: unknown): unknown {
@@ -151,6 +171,7 @@ export const routes: Route[] = [
     operation: /* GraphQL */ `
       query RestDeploymentLogs($id: ID!, $type: LogType, $since: DateTime, $until: DateTime, $tail: Int, $q: String, $limit: Int, $cursor: String) {
         deployment(id: $id) {
+          logsRemovedBefore
           logs(type: $type, since: $since, until: $until, tail: $tail, q: $q, first: $limit, after: $cursor) {
             nodes {
               ...RestLogLine
@@ -164,22 +185,44 @@ export const routes: Route[] = [
       }
       ${resources.LogLine.fragment}
     `,
-    query: ['type', 'since', 'until', 'tail', 'q', 'limit', 'cursor'],
-    variables: (req) => ({
-      id: req.params.id,
-      type: enumParam(req.query.type),
-      since: req.query.since,
-      until: req.query.until,
-      tail: intParam(req.query.tail),
-      q: req.query.q,
-      limit: intParam(req.query.limit),
-      cursor: req.query.cursor,
-    }),
+    query: LOG_QUERY,
+    variables: (req) => ({ id: req.params.id, ...logVariables(req) }),
     status: 200,
     fields: PAGE_FIELDS,
     since: '2026-01-15',
     summary: 'Read a deployment’s logs',
     response: { body: resources.LogLineList, of: (d) => valueAt(d, 'deployment.logs') },
+    download: { page: 1000 },
+    // Retention removed the lines before this: the log starts at the oldest line kept.
+    responseHeaders: (d) => ({ 'Hatchery-Logs-Removed-Before': valueAt(d, 'deployment.logsRemovedBefore') as string | null }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/logs',
+    operation: /* GraphQL */ `
+      query RestAppLogs($slug: String!, $type: LogType, $since: DateTime, $until: DateTime, $tail: Int, $q: String, $limit: Int, $cursor: String) {
+        app(slug: $slug) {
+          logs(type: $type, since: $since, until: $until, tail: $tail, q: $q, first: $limit, after: $cursor) {
+            nodes {
+              ...RestAppLogLine
+            }
+            pageInfo {
+              hasNextPage
+              endCursor
+            }
+          }
+        }
+      }
+      ${resources.AppLogLine.fragment}
+    `,
+    query: LOG_QUERY,
+    variables: (req) => ({ slug: req.params.slug, ...logVariables(req) }),
+    status: 200,
+    fields: PAGE_FIELDS,
+    since: '2026-09-01',
+    summary: 'Read an egg’s logs, across its deployments',
+    response: { body: resources.AppLogLineList, of: (d) => valueAt(d, 'app.logs') },
+    download: { page: 500 },
   },
   {
     method: 'PATCH',
@@ -495,5 +538,53 @@ export const routes: Route[] = [
     since: '2026-01-15',
     summary: 'Send a test ping',
     response: { body: resources.WebhookTestResult, of: (d) => d.testWebhook },
+  },
+  {
+    method: 'POST',
+    path: '/v1/apps/:slug/log-drains',
+    operation: /* GraphQL */ `
+      mutation RestCreateLogDrain($slug: String!, $input: CreateLogDrainInput!) {
+        createLogDrain(app: $slug, input: $input) {
+          ...RestCreatedLogDrain
+        }
+      }
+      ${resources.CreatedLogDrain.fragment}
+    `,
+    body: { url: 'url', format: 'format' },
+    variables: (req) => ({ slug: req.params.slug, input: { ...req.input, ...('format' in req.input ? { format: enumParam(req.input.format) } : {}) } }),
+    status: 201,
+    since: '2026-09-01',
+    summary: 'Create a log drain',
+    response: { body: resources.CreatedLogDrain, of: (d) => d.createLogDrain },
+  },
+  {
+    method: 'GET',
+    path: '/v1/apps/:slug/log-drains',
+    operation: /* GraphQL */ `
+      query RestLogDrains($slug: String!) {
+        logDrains(app: $slug) {
+          ...RestLogDrain
+        }
+      }
+      ${resources.LogDrain.fragment}
+    `,
+    variables: (req) => ({ slug: req.params.slug }),
+    status: 200,
+    since: '2026-09-01',
+    summary: 'List log drains',
+    response: { body: resources.LogDrainList, of: (d) => d.logDrains },
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/apps/:slug/log-drains/:id',
+    operation: /* GraphQL */ `
+      mutation RestDeleteLogDrain($slug: String!, $id: ID!) {
+        deleteLogDrain(app: $slug, id: $id)
+      }
+    `,
+    variables: (req) => ({ slug: req.params.slug, id: req.params.id }),
+    status: 204,
+    since: '2026-09-01',
+    summary: 'Delete a log drain',
   },
 ];

@@ -51,8 +51,17 @@ export interface RunHooks {
   lastLineAt(): Promise<Date | null>;
 }
 
-/** A log line; `at` is when the egg wrote it, where the runtime knows (a container's timestamps). */
-export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date) => void;
+/** Which of the process's outputs a line came from, where the runtime knows it. */
+export type OutputStream = 'stdout' | 'stderr';
+
+/**
+ * A log line; `at` is when the egg wrote it, where the runtime knows (a container's timestamps);
+ * `stream` the output it came from, absent for the platform's own lines.
+ */
+export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date, stream?: OutputStream) => void;
+
+/** A command's output line (see `runCommand`). */
+export type CommandLog = (line: string, at?: Date, stream?: OutputStream) => void;
 
 export type BuildResult = { ok: true } | { ok: false; reason: string };
 
@@ -108,7 +117,7 @@ export interface Runtime {
    * Runs a one-off command in the egg's environment (a cron run), its output lines to `log`;
    * resolves with its exit code. Rejects with an AbortError when `signal` aborts (it is stopped).
    */
-  runCommand(spec: CommandSpec, signal: AbortSignal, log?: (line: string, at?: Date) => void): Promise<CommandResult>;
+  runCommand(spec: CommandSpec, signal: AbortSignal, log?: CommandLog): Promise<CommandResult>;
   /** Commands still running on the host (run ids), whoever started them. */
   runningCommands(): Promise<string[]>;
   /** Stops a command wherever it runs; stopping one that ended is not an error. */

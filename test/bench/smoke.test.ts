@@ -2,30 +2,24 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Row } from '../../bench/settings';
 
 const ROOT = path.resolve(__dirname, '../..');
-
-interface Row {
-  measure: string;
-  gateway: number | string | null;
-  baseline: number | string | null;
-  ratio: number | null;
-  goal: string;
-  met: boolean | null;
-}
 
 /**
  * `npm run bench` itself, shrunk (1-second measurements, 5 subscribers, 50 crons): every phase
  * runs against its baseline on a fresh database of the test server, one table is printed and
  * written as JSON. Speed is the benchmark's business, not this test's: it checks that the harness
  * works and that what it counts is right (every line reaches every subscriber, the nested list's
- * statements stay constant, a refused operation runs no SQL, every due cron starts).
+ * statements stay constant, a refused operation runs no SQL, every due cron starts, the GraphQL
+ * peers answer as many rows as the gateway).
  */
 describe('npm run bench (shrunk)', () => {
   let dir: string;
   let out = '';
   let code: number | null = null;
   let rows: Row[] = [];
+  let raw: any = {};
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-bench-'));
@@ -52,7 +46,7 @@ describe('npm run bench (shrunk)', () => {
     proc.stderr.on('data', (c) => (out += c));
     code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
-    if (files.length === 1) rows = JSON.parse(readFileSync(path.join(dir, files[0]), 'utf8')).rows;
+    if (files.length === 1) ({ rows, raw } = JSON.parse(readFileSync(path.join(dir, files[0]), 'utf8')));
   }, 240_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -69,6 +63,12 @@ describe('npm run bench (shrunk)', () => {
       'REST GET /deployments?limit=20: p99 latency (ms)',
       'GraphQL deployments(first: 20): throughput (req/s)',
       'GraphQL deployments(first: 20): p99 latency (ms)',
+      'GraphQL list vs PostGraphile 4: throughput (req/s)',
+      'GraphQL list vs PostGraphile 4: p99 latency (ms)',
+      'REST list vs PostGraphile 4: throughput (req/s)',
+      'GraphQL list vs mercurius + graphql-jit: throughput (req/s)',
+      'GraphQL list vs mercurius + graphql-jit: p99 latency (ms)',
+      'REST list vs GraphQL list: throughput (req/s)',
       'Nested list (app, owner): SQL statements per request, 50 vs 5',
       'Nested list of 50: throughput vs flat list of 50 (req/s)',
       'Refused operation (over the alias limit): SQL statements',
@@ -97,5 +97,9 @@ describe('npm run bench (shrunk)', () => {
     expect(row('Nested list (app, owner): SQL statements').gateway).toBeGreaterThan(0);
     expect(row('Refused operation (over the alias limit): SQL statements')).toMatchObject({ gateway: 0, met: true });
     expect(String(row('Cron: 50 due at once').gateway)).toMatch(/^50 \/ /);
+  });
+
+  it('the GraphQL peers answer the same number of rows as the gateway, on the same database', () => {
+    expect(raw.peers?.rows).toEqual({ postgraphile: 20, mercurius: 20, gateway: 20 });
   });
 });

@@ -92,7 +92,7 @@ describe('hatch config file location and the stored API URL (without HATCH_CONFI
     expect(fields(ok(await hatchExact(env, ['whoami'], cwd)).stdout)).toMatchObject({ email: user.email, id: user.id });
     // Another XDG dir is another (empty) config: the token really was read from that file.
     const elsewhere = await hatchExact({ ...env, XDG_CONFIG_HOME: path.join(home, 'other') }, ['whoami'], cwd);
-    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.code).toBe(3);
     expect(elsewhere.stderr).toMatch(/not logged in/);
   });
 

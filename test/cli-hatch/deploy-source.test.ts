@@ -200,7 +200,7 @@ describe('hatch deploy uploads the egg’s folder (end to end against a running 
     expect(leftovers(env.tmp)).toEqual([]);
   });
 
-  it('shows the gateway’s refusal and exits 1: over the size limit (413), an unknown egg (404), a refused token (401); nothing deployed', async () => {
+  it('shows the gateway’s refusal: over the size limit (413) exits 1, an unknown egg (404) 4, a refused token (401) 3; nothing deployed', async () => {
     const slug = (await makeApp(t.url, user)).slug;
     // Random bytes do not compress: over the gateway's 1 MB.
     const big = writeTree(dir(), { 'a.js': 'a' });
@@ -215,11 +215,11 @@ describe('hatch deploy uploads the egg’s folder (end to end against a running 
 
     const nope = unique('nope');
     const unknown = await hatch(session(), ['deploy', nope, '--dir', writeTree(dir(), EGG)]);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(4);
     expect(unknown.stderr).toBe(`error: Egg "${nope}" not found (NOT_FOUND)\n`);
 
     const refused = await hatch(session({ token: 'hatch_not-a-token' }), ['deploy', slug, '--dir', writeTree(dir(), EGG)]);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(3);
     expect(refused.stderr).toMatch(/^error: .* \(UNAUTHENTICATED\)\nhint: run `hatch login`, or set HATCH_TOKEN to a valid token\n$/);
     expect(await sources(slug)).toEqual([]);
     expect(await deployments(slug)).toBe(0);

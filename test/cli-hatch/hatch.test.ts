@@ -68,7 +68,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         'apps create <slug>',
         'deploy <app>',
         'deployments',
-        'logs <deployment>',
+        'logs [deployment]',
         'energy',
         'checkout',
         'resources set <app> <mb>',
@@ -77,11 +77,13 @@ describe('hatch CLI (end to end against a running gateway)', () => {
         'crons create <app> <schedule> <command...>',
         'crons runs <app> <id>',
         'webhooks test <app> <id>',
+        'drains create <app> <url>',
       ]) {
         expect(top.stdout).toContain(c);
       }
       const logs = ok(await hatch(env, ['logs', '--help']));
-      expect(logs.stdout).toMatch(/usage: hatch logs <deployment>/);
+      expect(logs.stdout).toMatch(/usage: hatch logs \[deployment\]/);
+      expect(logs.stdout).toMatch(/--app <slug>/);
       expect(logs.stdout).toMatch(/-f, --follow/);
       expect(logs.stdout).toMatch(/--type <build\|runtime>/);
       expect(ok(await hatch(env, ['help', 'deployments'])).stdout).toMatch(/--limit <n>/);
@@ -152,7 +154,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
     it('a refused token is not stored, and login exits non-zero', async () => {
       const configDir = dir();
       const res = await hatch({ apiUrl: t.url, configDir }, ['login', '--token', 'hatch_not-a-real-token']);
-      expect(res.code).toBe(1);
+      expect(res.code).toBe(3);
       expect(res.stderr).toMatch(/refused the token; nothing was stored/);
       expect(existsSync(path.join(configDir, 'config.json'))).toBe(false);
     });
@@ -166,7 +168,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
 
       ok(await hatch({ apiUrl: t.url, configDir }, ['logout']));
       const res = await hatch({ apiUrl: t.url, configDir }, ['whoami']);
-      expect(res.code).toBe(1);
+      expect(res.code).toBe(3);
       expect(res.stderr).toMatch(/not logged in/);
       expect(res.stderr).toMatch(/hatch login/);
     });
@@ -209,9 +211,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(taken.stderr).toMatch(/^error: slug: .*taken.*\(BAD_USER_INPUT\)$/m);
       const bad = await hatch(env, ['apps', 'create', 'Not_A_Slug', '--json']);
       expect(bad.code).toBe(1);
-      expect(JSON.parse(bad.stderr)).toEqual({
-        errors: [{ message: expect.any(String), code: 'BAD_USER_INPUT', fields: [{ field: 'slug', message: expect.any(String) }] }],
-      });
+      expect(JSON.parse(bad.stderr)).toEqual({ error: { message: expect.stringMatching(/^slug: /), code: 'BAD_USER_INPUT', field: 'slug' } });
     });
   });
 
@@ -273,7 +273,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--env takes KEY=VALUE/);
       const unknownEgg = await hatch(env, ['deploy', unique('nope'), '--no-source']);
-      expect(unknownEgg.code).toBe(1);
+      expect(unknownEgg.code).toBe(4);
       expect(unknownEgg.stderr).toMatch(/not found \(NOT_FOUND\)/);
     });
 
@@ -360,7 +360,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const badFilter = await hatch(env, ['logs', live, '-q', '@colour:red']);
       expect(badFilter.code).toBe(1);
       expect(badFilter.stderr).toMatch(/q: has an unknown key @colour .* at position 1/);
-      expect((await hatch(env, ['logs', live, '-q', 'x', '-f'])).code).toBe(2);
+      expect((await hatch(env, ['logs', live, '--app', 'x'])).code).toBe(2);
       expect((await hatch(env, ['logs', live, '--tail', '0'])).code).toBe(1); // the server's 422 on tail
       expect((await hatch(env, ['logs', live, '--tail', 'lots'])).code).toBe(2);
       expect((await hatch(env, ['logs', live, '--until', 'soon'])).code).toBe(2);
@@ -369,7 +369,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const badType = await hatch(env, ['logs', live, '--type', 'stdout']);
       expect(badType.code).toBe(2);
       const unknown = await hatch(env, ['logs', 'dep_nope']);
-      expect(unknown.code).toBe(1);
+      expect(unknown.code).toBe(4);
       expect(unknown.stderr).toMatch(/Deployment "dep_nope" not found/);
     });
   });
@@ -427,7 +427,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
 
       const asJson = await hatch(env, ['resources', 'set', slug, '99999', '--json']);
       expect(asJson.code).toBe(1);
-      expect(JSON.parse(asJson.stderr).errors[0]).toMatchObject({ code: 'LIMIT_EXCEEDED', fields: [{ field: 'memoryMb' }] });
+      expect(JSON.parse(asJson.stderr).error).toMatchObject({ code: 'LIMIT_EXCEEDED', field: 'memoryMb' });
 
       expect(JSON.parse(ok(await hatch(env, ['resources', 'set', slug, 'default', '--json'])).stdout)).toMatchObject({ slug, memoryMb: null });
       const notNumber = await hatch(env, ['resources', 'set', slug, 'lots']);
@@ -474,7 +474,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       const { user, env } = await session();
       const slug = (await makeApp(t.url, user)).slug;
       const none = await hatch(env, ['volume', slug]);
-      expect(none.code).toBe(1);
+      expect(none.code).toBe(4);
       expect(none.stderr).toMatch(/not found \(NOT_FOUND\)/);
 
       await gqlOk(t.url, user.token, ProvisionVolumeDocument, { app: slug, sizeMb: 300 });
@@ -521,7 +521,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(ok(await hatch(env, ['crons', 'delete', slug, created.id])).stdout).toContain(`Deleted cron ${created.id}`);
       expect((await gqlOk(t.url, user.token, CronsDocument, { app: slug })).crons.nodes).toEqual([]);
       const again = await hatch(env, ['crons', 'delete', slug, created.id]);
-      expect(again.code).toBe(1);
+      expect(again.code).toBe(4);
       expect(again.stderr).toMatch(/not found \(NOT_FOUND\)/);
     });
 
@@ -567,7 +567,7 @@ describe('hatch CLI (end to end against a running gateway)', () => {
       expect(ok(await hatch(env, ['webhooks', 'delete', slug, invalid.webhook.id])).stdout).toContain(`Deleted webhook ${invalid.webhook.id}`);
       expect((await gqlOk(t.url, user.token, WebhooksDocument, { app: slug })).webhooks.map((w) => w.id)).toEqual([id]);
       const again = await hatch(env, ['webhooks', 'delete', slug, invalid.webhook.id]);
-      expect(again.code).toBe(1);
+      expect(again.code).toBe(4);
     });
 
     it('a ping the receiver refuses prints a failed status and exits non-zero', async () => {

@@ -263,3 +263,20 @@ export async function archiveEntries(tarGz: Buffer | AsyncIterable<Buffer | Uint
   await Promise.all(bodies);
   return entries;
 }
+
+/** A log line as `hatch logs --json` prints it (an egg's also with `deploymentId` and `stream`). */
+export interface JsonLine {
+  deploymentId?: string;
+  seq: number;
+  timestamp: string;
+  type: string;
+  stream?: string | null;
+  message: string;
+}
+
+/** The log lines `hatch logs --json` printed, one JSON object per line. */
+export const jsonLines = (stdout: string): JsonLine[] =>
+  stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as JsonLine);

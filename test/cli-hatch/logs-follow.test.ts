@@ -4,22 +4,9 @@ import { DeleteDeploymentDocument } from '../../src/client/generated';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { untilListening } from '../deployments/helpers';
-import { CliEnv, CuttableProxy, RunningCli, spawnHatch, stopAllClis, tempDir } from './helpers';
+import { CliEnv, CuttableProxy, RunningCli, spawnHatch, stopAllClis, tempDir, jsonLines } from './helpers';
 
 jest.setTimeout(60_000);
-
-interface JsonLine {
-  seq: number;
-  timestamp: string;
-  type: string;
-  message: string;
-}
-
-const jsonLines = (stdout: string): JsonLine[] =>
-  stdout
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
 
 const messageCount = (cli: RunningCli) => cli.stdout.split('\n').filter(Boolean).length;
 
@@ -185,11 +172,11 @@ describe('hatch logs -f (end to end, through a proxy that drops the connection)'
     }
   });
 
-  it('a refused token ends the stream with an error and a non-zero exit, without retrying', async () => {
+  it('a refused token ends the stream with an error and exit 3, without retrying', async () => {
     const id = await liveDeployment();
     const connections = proxy.connections;
     const result = await spawnHatch({ ...viaProxy(), token: 'hatch_not-a-real-token' }, ['logs', id, '-f']).exited;
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(3);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/unauthorized/i);
     expect(result.stderr).toMatch(/hatch login/);

@@ -1,37 +1,7 @@
-import { DataSource } from 'typeorm';
-import { Client } from 'pg';
+import type { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { HostSeparator1795519548387 } from '../../migrations/1795519548387-HostSeparator';
-import { SnakeNamingStrategy } from '../../src/db/naming';
-import { withDatabase } from '../support/global-setup';
-
-/** An empty database of this file's own, migrated by hand. */
-async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const server = process.env.HATCHERY_TEST_SERVER_URL!;
-  const name = `hatchery_mig_${Date.now().toString(36)}_${process.pid}`;
-  const admin = new Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  return {
-    url: withDatabase(server, name),
-    async drop() {
-      const c = new Client({ connectionString: server });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
-const dataSource = (url: string, upTo: number) =>
-  new DataSource({
-    type: 'postgres',
-    url,
-    migrations: migrations.slice(0, upTo),
-    namingStrategy: new SnakeNamingStrategy(),
-    migrationsTransactionMode: 'each',
-  });
+import { dataSource, emptyDatabase } from '../support/migration-db';
 
 describe('migration HostSeparator: existing rows move to `--` hosts', () => {
   const at = migrations.indexOf(HostSeparator1795519548387);
@@ -40,7 +10,7 @@ describe('migration HostSeparator: existing rows move to `--` hosts', () => {
 
   beforeAll(async () => {
     expect(at).toBeGreaterThan(0);
-    db = await emptyDatabase();
+    db = await emptyDatabase('hatchery_mig');
     ds = dataSource(db.url, at);
     await ds.initialize();
     await ds.runMigrations();

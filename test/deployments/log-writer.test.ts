@@ -34,10 +34,10 @@ describe('log writer batches that cannot be stored whole', () => {
     await writer.open(id);
     const before = (await stored(id)).length;
     // Another writer got there first with the next seq.
-    await t.gateway.ds.query(`INSERT INTO log_lines (deployment_id, seq, timestamp, type, message) VALUES ($1, $2, now(), 'runtime', 'theirs')`, [
-      id,
-      before + 1,
-    ]);
+    await t.gateway.ds.query(
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message) VALUES ($1, (SELECT app_id FROM deployments WHERE id = $1), $2, now(), 'runtime', 'theirs')`,
+      [id, before + 1],
+    );
 
     const client = wsClient(t.url, owner.token);
     try {

@@ -1,6 +1,6 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse } from 'graphql';
-import { LogType } from '../../src/modules/deployments/log-line.entity';
+import { LogStream, LogType } from '../../src/modules/deployments/log-line.entity';
 import { parseLogFilter } from '../../src/modules/deployments/log-filter';
 import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
@@ -12,17 +12,35 @@ describe('the log filter language (q)', () => {
       include: ['GET', '500 Internal'],
       exclude: ['healthz', 'user agent'],
       type: LogType.RUNTIME,
+      stream: null,
+      deployment: null,
     });
     expect(parseLogFilter('   ')).toBeNull();
     expect(parseLogFilter(undefined)).toBeNull();
-    expect(parseLogFilter('@type:Build')).toEqual({ include: [], exclude: [], type: LogType.BUILD });
+    expect(parseLogFilter('@type:Build')).toEqual({ include: [], exclude: [], type: LogType.BUILD, stream: null, deployment: null });
+  });
+
+  it('@stream names stdout or stderr; @deployment only on an egg’s logs', () => {
+    expect(parseLogFilter('oops @stream:stderr')).toEqual({ include: ['oops'], exclude: [], type: null, stream: LogStream.STDERR, deployment: null });
+    expect(parseLogFilter('@deployment:dep_01kax0000000000000000000ab @stream:STDOUT', 'app')).toEqual({
+      include: [],
+      exclude: [],
+      type: null,
+      stream: LogStream.STDOUT,
+      deployment: 'dep_01kax0000000000000000000ab',
+    });
+    expect(() => parseLogFilter('@deployment:dep_01kax0000000000000000000ab')).toThrow(
+      expect.objectContaining({ errors: [{ field: 'q', message: 'has an unknown key @deployment (known: @type, @stream) at position 1' }] }),
+    );
   });
 
   it.each([
     ['error "unclosed', 'has a phrase with no closing quote at position 7'],
     ['a "" b', 'has an empty phrase at position 3'],
     ['a - b', 'has a lone "-" at position 3'],
-    ['@colour:red', 'has an unknown key @colour (known: @type) at position 1'],
+    ['@colour:red', 'has an unknown key @colour (known: @type, @stream) at position 1'],
+    ['a @stream:stdin', 'has @stream:stdin; @stream is stdout or stderr at position 11'],
+    ['@stream:stdout @stream:stderr', 'has two different @stream at position 16'],
     ['x @type:stdout', 'has @type:stdout; @type is build or runtime at position 9'],
     ['-@type:build', 'cannot negate @type:build at position 1'],
     ['@type', 'has "@type", not @key:value at position 1'],
@@ -47,6 +65,21 @@ const LOGS: TypedDocumentNode<Page, Record<string, unknown>> = parse(/* GraphQL 
   }
 `);
 
+type StreamPage = { deployment: { logs: { nodes: Array<{ message: string; stream: string | null; deploymentId: string }> } } };
+const STREAMS: TypedDocumentNode<StreamPage, Record<string, unknown>> = parse(/* GraphQL */ `
+  query Streams($id: ID!, $q: String) {
+    deployment(id: $id) {
+      logs(q: $q) {
+        nodes {
+          message
+          stream
+          deploymentId
+        }
+      }
+    }
+  }
+`);
+
 describe('GET /deployments/:id/logs?q= and Deployment.logs(q:)', () => {
   let t: TestGateway;
   let owner: TestUser;
@@ -60,7 +93,7 @@ describe('GET /deployments/:id/logs?q= and Deployment.logs(q:)', () => {
     id = (await deploy(t.url, owner, slug)).id;
     await untilListening(t.url, owner, id);
     const writer = t.gateway.services.deployments.writer;
-    for (const m of lines) writer.append(id, LogType.RUNTIME, m);
+    for (const m of lines) writer.append(id, LogType.RUNTIME, m, undefined, m.includes(' 500 ') ? 'stderr' : 'stdout');
     await writer.flush();
   });
   afterAll(() => t.stop());
@@ -96,6 +129,20 @@ describe('GET /deployments/:id/logs?q= and Deployment.logs(q:)', () => {
   it('GraphQL takes the same q, also with tail', async () => {
     const { deployment } = await gqlOk(t.url, owner.token, LOGS, { id, q: 'GET', tail: 1 });
     expect(deployment.logs.nodes).toEqual([{ message: lines[1], type: 'RUNTIME' }]);
+  });
+
+  it('@stream narrows to the output a line came from; GraphQL says it, REST records keep their three fields', async () => {
+    expect(await search('@stream:stderr')).toEqual([lines[2]]);
+    expect(await search('@stream:stdout get')).toEqual([lines[0], lines[1]]);
+    // The platform's own lines (the build's) have no stream: neither filter takes them.
+    expect(await search('@type:build @stream:stdout')).toEqual([]);
+    const res = await rest(t.url, owner.token, 'GET', `/deployments/${id}/logs?q=${encodeURIComponent('@stream:stderr')}`);
+    expect(Object.keys(res.body.data[0]).sort()).toEqual(['message', 'timestamp', 'type']);
+    const { deployment } = await gqlOk(t.url, owner.token, STREAMS, { id, q: 'users' });
+    expect(deployment.logs.nodes).toEqual([
+      { message: lines[0], stream: 'STDOUT', deploymentId: id },
+      { message: lines[2], stream: 'STDERR', deploymentId: id },
+    ]);
   });
 
   it('a bad filter is a 422 naming q and the position', async () => {

@@ -49,8 +49,8 @@ describe('logs: tail and until', () => {
     id = (await deploy(t.url, owner, slug)).id;
     await untilListening(t.url, owner, id);
     await t.gateway.ds.query(
-      `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
-       SELECT $1, (SELECT max(seq) FROM log_lines WHERE deployment_id = $1) + i, $2::timestamptz + i * interval '1 second', 'runtime', 'line ' || i
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message)
+       SELECT $1, (SELECT app_id FROM deployments WHERE id = $1), (SELECT max(seq) FROM log_lines WHERE deployment_id = $1) + i, $2::timestamptz + i * interval '1 second', 'runtime', 'line ' || i
          FROM generate_series(1, 40) AS i`,
       [id, new Date(base).toISOString()],
     );
@@ -91,11 +91,10 @@ describe('logs: tail and until', () => {
     expect(deployment.logs.nodes.map((l) => l.message)).toEqual(['line 38', 'line 39', 'line 40']);
     expect(deployment.logs.pageInfo.hasNextPage).toBe(false);
     const lastSeq = deployment.logs.nodes.at(-1)!.seq;
-    await t.gateway.ds.query(`INSERT INTO log_lines (deployment_id, seq, timestamp, type, message) VALUES ($1, $2, $3, 'runtime', 'line 41')`, [
-      id,
-      lastSeq + 1,
-      at(41),
-    ]);
+    await t.gateway.ds.query(
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message) VALUES ($1, (SELECT app_id FROM deployments WHERE id = $1), $2, $3, 'runtime', 'line 41')`,
+      [id, lastSeq + 1, at(41)],
+    );
     const next = await gqlOk(t.url, owner.token, LOGS, { id, after: deployment.logs.pageInfo.endCursor });
     expect(next.deployment.logs.nodes.map((l) => l.message)).toEqual(['line 41']);
     const window = await gqlOk(t.url, owner.token, LOGS, { id, since: at(1), until: at(4) });

@@ -268,6 +268,14 @@ describeDocker('hosting for real: Docker behind the router (end to end)', () => 
       await client.dispose();
     }
     expect((await served(slug, '/again')).body).toBe('v1 /again');
+    // The runtime knows which output a line came from: @stream finds the egg's stderr line, and its stdout ones apart.
+    const errors = await rest(gateway.url, owner.token, 'GET', `/v1/apps/${slug}/logs?q=${encodeURIComponent('@stream:stderr')}`);
+    // (The router may pass /crash again while the egg restarts: each crash is one stderr line.)
+    const stderrLines = errors.body.data.map((l: { message: string; stream: string }) => [l.message, l.stream]);
+    expect(stderrLines.length).toBeGreaterThan(0);
+    expect(new Set(stderrLines.map(String))).toEqual(new Set(['crashing on purpose,stderr']));
+    const out = await rest(gateway.url, owner.token, 'GET', `/deployments/${first}/logs?q=${encodeURIComponent('@stream:stdout /crash')}`);
+    expect(new Set(out.body.data.map((l: { message: string }) => l.message))).toEqual(new Set(['request /crash']));
   }, 120_000);
 
   it('restartApp recreates the container with the egg’s current memory', async () => {

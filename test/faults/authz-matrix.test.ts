@@ -26,6 +26,7 @@ const restFixtures: Record<string, (f: Furnished) => RestFixture> = {
   'GET /deployments/:id': (f) => ({ path: `/deployments/${f.deployments[0]}` }),
   'DELETE /deployments/:id': (f) => ({ path: `/deployments/${f.deployments[1]}` }),
   'GET /deployments/:id/logs': (f) => ({ path: `/deployments/${f.deployments[0]}/logs?type=build` }),
+  'GET /v1/apps/:slug/logs': (f) => ({ path: `/v1/apps/${f.slug}/logs?type=build` }),
   'PATCH /apps/:slug/resources': (f) => ({ path: `/apps/${f.slug}/resources`, body: { memory_mb: 128 } }),
   'POST /v1/apps/:slug/volume': (f) => ({ path: `/v1/apps/${f.slug}/volume`, body: { size_mb: 200 } }),
   'GET /v1/apps/:slug/volume': (f) => ({ path: `/v1/apps/${f.slug}/volume` }),
@@ -43,6 +44,9 @@ const restFixtures: Record<string, (f: Furnished) => RestFixture> = {
   'GET /v1/apps/:slug/webhooks': (f) => ({ path: `/v1/apps/${f.slug}/webhooks` }),
   'DELETE /v1/apps/:slug/webhooks/:id': (f) => ({ path: `/v1/apps/${f.slug}/webhooks/${f.webhookId}` }),
   'POST /v1/apps/:slug/webhooks/:id/test': (f) => ({ path: `/v1/apps/${f.slug}/webhooks/${f.webhookId}/test` }),
+  'POST /v1/apps/:slug/log-drains': (f) => ({ path: `/v1/apps/${f.slug}/log-drains`, body: { url: 'https://hooks.invalid/authz-logs' } }),
+  'GET /v1/apps/:slug/log-drains': (f) => ({ path: `/v1/apps/${f.slug}/log-drains` }),
+  'DELETE /v1/apps/:slug/log-drains/:id': (f) => ({ path: `/v1/apps/${f.slug}/log-drains/${f.logDrainId}` }),
 };
 
 /** Per binary upload (src/rest/uploads.ts): the egg it names and a body to send. */
@@ -61,6 +65,7 @@ const gqlFixtures: Record<string, (f: Furnished) => Record<string, unknown>> = {
   'Query.previews': (f) => ({ app: f.slug }),
   'Query.volume': (f) => ({ app: f.slug }),
   'Query.webhooks': (f) => ({ app: f.slug }),
+  'Query.logDrains': (f) => ({ app: f.slug }),
   'Query.sources': (f) => ({ app: f.slug }),
   'Query.source': (f) => ({ app: f.slug, id: f.sourceId }),
   'Mutation.addCollaborator': (f) => ({ app: f.slug, email: f.spare.email }),
@@ -85,10 +90,13 @@ const gqlFixtures: Record<string, (f: Furnished) => Record<string, unknown>> = {
   'Mutation.setWebhookActive': (f) => ({ app: f.slug, id: f.webhookId, active: false }),
   'Mutation.testWebhook': (f) => ({ app: f.slug, id: f.webhookId }),
   'Mutation.redeliverWebhookDelivery': (f) => ({ app: f.slug, id: f.deliveryId }),
+  'Mutation.createLogDrain': (f) => ({ app: f.slug, input: { url: 'https://hooks.invalid/authz-logs-gql' } }),
+  'Mutation.deleteLogDrain': (f) => ({ app: f.slug, id: f.logDrainId }),
   'Mutation.revokeApiToken': (f) => ({ id: f.spareTokenId }),
   'Subscription.deploymentStatus': (f) => ({ id: f.deployments[0] }),
   'Subscription.deploymentLogs': (f) => ({ id: f.deployments[0] }),
   'Subscription.deploymentLogBatches': (f) => ({ id: f.deployments[0] }),
+  'Subscription.appLogs': (f) => ({ app: f.slug }),
 };
 
 /** CONTRACT.md: collaborators may do everything the owner may, except PATCH resources and managing collaborators. */
@@ -143,6 +151,7 @@ describe('authorization matrix', () => {
     t = await startGateway({
       HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid',
       HATCHERY_WEBHOOK_WORKER: 'off',
+      HATCHERY_LOG_DRAIN_WORKER: 'off',
       HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
       HATCHERY_SIM_COMMAND_MS: '3600000',
     });

@@ -40,6 +40,9 @@ describe('a database that stops answering (connections open, nothing comes back)
         LOG_LEVEL: 'silent',
         HATCHERY_ENCRYPTION_KEY: TEST_KEY,
         HATCHERY_JOBS: 'off',
+        // No background poller either (the log drain shipper claims drains every second): the
+        // connections counted below are the requests' own.
+        HATCHERY_LOG_DRAIN_WORKER: 'off',
         HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
         HATCHERY_RATE_LIMIT_PER_MIN: '1000000',
         HATCHERY_DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_MS),

@@ -263,7 +263,12 @@ let stored: Record<string, Array<{ type: string; ms: number }>>;
 let watch: DatabaseWatch;
 
 beforeAll(async () => {
-  t = await startGateway({ HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid', HATCHERY_WEBHOOK_WORKER: 'off', HATCHERY_SIM_RUNTIME_LOG_MS: '3600000' });
+  t = await startGateway({
+    HATCHERY_WEBHOOK_ALLOW_HOSTS: 'hooks.invalid',
+    HATCHERY_WEBHOOK_WORKER: 'off',
+    HATCHERY_LOG_DRAIN_WORKER: 'off',
+    HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+  });
   watch = new DatabaseWatch(t.gateway.ds);
   f = await furnish(t);
   const app = await makeApp(t.url, f.stranger);

@@ -119,6 +119,8 @@ export interface Furnished {
   deployments: string[];
   webhookId: string;
   deliveryId: string;
+  /** A log drain (to an unresolvable name; shipped only where HATCHERY_LOG_DRAIN_WORKER is on). */
+  logDrainId: string;
   cronId: string;
   /** A cron whose run `busyRunId` was started by run-now (still running where commands take long). */
   busyCronId: string;
@@ -143,6 +145,8 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
   if (source.status !== 201) throw new Error(`source: ${source.status} ${JSON.stringify(source.body)}`);
   const hook = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/webhooks`, { url: 'https://hooks.invalid/faults', events: ['deploy'] });
   if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
+  const drain = await rest(t.url, owner.token, 'POST', `/v1/apps/${slug}/log-drains`, { url: 'https://hooks.invalid/faults-logs' });
+  if (drain.status !== 201) throw new Error(`log drain: ${drain.status} ${JSON.stringify(drain.body)}`);
   const deployments: string[] = [];
   for (let i = 0; i < 3; i++) {
     const d = await deploy(t.url, owner, slug, { SECRET_VALUE: `v${i}` });
@@ -186,6 +190,7 @@ export async function furnish(t: TestGateway): Promise<Furnished> {
     deployments,
     webhookId: hook.body.id,
     deliveryId: delivery.id,
+    logDrainId: drain.body.id,
     cronId: cron.body.id,
     busyCronId: busy.body.id,
     busyRunId: busyRun.id,

@@ -13,6 +13,7 @@ const QUEUES = [
   'previews-reclaim',
   'energy-meter',
   'sources-prune',
+  'logs-retention',
   'webhooks-deliver',
 ];
 const DEPTH = 'hatchery_job_queue_depth';

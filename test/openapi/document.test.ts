@@ -197,9 +197,13 @@ describe('GET /openapi.json', () => {
     expect(resolve(doc, { $ref: '#/components/responses/Problem429' }).headers).toHaveProperty('Retry-After');
     const later = routes.filter((r) => r.since !== API_RELEASES[0]);
     expect(later.map(rowKey).sort()).toEqual([
+      'DELETE /v1/apps/:slug/log-drains/:id',
+      'GET /v1/apps/:slug/log-drains',
+      'GET /v1/apps/:slug/logs',
       'PATCH /apps/:slug/resources',
       'POST /billing/energy-pack/checkout',
       'POST /v1/apps/:slug/crons/:id/runs/:run/cancel',
+      'POST /v1/apps/:slug/log-drains',
     ]);
     for (const r of later) expect(operationOf(doc, r).description).toMatch(/earlier API release.*404/);
   });

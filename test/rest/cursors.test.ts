@@ -14,7 +14,7 @@ import { expectInvalid } from './problem';
  * naming `after`. The tables below are checked against the route table and the schema, so a
  * new paged list must be added here.
  */
-type Kind = 'seq' | 'dep' | 'cron' | 'run' | 'tok' | 'app' | 'led' | 'whd' | 'src';
+type Kind = 'seq' | 'at' | 'dep' | 'cron' | 'run' | 'tok' | 'app' | 'led' | 'whd' | 'src';
 
 const b64 = (key: string) => Buffer.from(key, 'utf8').toString('base64url');
 const SUFFIX = newId('dep').slice('dep_'.length);
@@ -34,12 +34,18 @@ function forged(kind: Kind): Array<[string, string]> {
     `${kind}_8zzzzzzzzzzzzzzzzzzzzzzzzz`,
     `${kind}_${SUFFIX.toUpperCase()}`,
     `${kind}_${SUFFIX}x`,
+    // An egg's log cursor (time, deployment, seq) out of range or malformed.
+    `t:1:dep_${SUFFIX}:2147483648`,
+    `t:9000000000000000:dep_${SUFFIX}:1`,
+    `t:01:dep_${SUFFIX}:1`,
+    `t:1:cron_${SUFFIX}:1`,
   ];
   return [...keys.map((k): [string, string] => [k, b64(k)]), ['not base64url', 'not a cursor!']];
 }
 
 /** The last cursor of each kind's range: it must be accepted (an empty or full page, not an error). */
 function highest(kind: Kind): string {
+  if (kind === 'at') return b64('t:8640000000000000:dep_7zzzzzzzzzzzzzzzzzzzzzzzzz:2147483647');
   return b64(kind === 'seq' ? 'seq:2147483647' : `${kind}_7zzzzzzzzzzzzzzzzzzzzzzzzz`);
 }
 
@@ -47,6 +53,7 @@ function highest(kind: Kind): string {
 const REST_KINDS: Record<string, Kind> = {
   '/deployments': 'dep',
   '/deployments/:id/logs': 'seq',
+  '/v1/apps/:slug/logs': 'at',
   '/v1/apps/:slug/crons': 'cron',
   '/v1/apps/:slug/crons/:id/runs': 'run',
 };
@@ -55,6 +62,7 @@ const REST_KINDS: Record<string, Kind> = {
 const GQL_LISTS: Record<string, { kind: Kind; query: string }> = {
   'Query.deployments': { kind: 'dep', query: 'query($after: String) { deployments(after: $after) { nodes { id } } }' },
   'Deployment.logs': { kind: 'seq', query: 'query($dep: ID!, $after: String) { deployment(id: $dep) { logs(after: $after) { nodes { seq } } } }' },
+  'App.logs': { kind: 'at', query: 'query($slug: String!, $after: String) { app(slug: $slug) { logs(after: $after) { nodes { seq } } } }' },
   'Query.apiTokens': { kind: 'tok', query: 'query($after: String) { apiTokens(after: $after) { nodes { id } } }' },
   'Query.apps': { kind: 'app', query: 'query($after: String) { apps(after: $after) { nodes { id } } }' },
   'App.deployments': { kind: 'dep', query: 'query($slug: String!, $after: String) { app(slug: $slug) { deployments(after: $after) { nodes { id } } } }' },

@@ -45,6 +45,7 @@ describe('REST ↔ GraphQL parity over the route table', () => {
     },
     'GET /deployments/:id': () => ({ path: `/deployments/${liveId}`, variables: { id: liveId } }),
     'GET /deployments/:id/logs': () => ({ path: `/deployments/${liveId}/logs?type=build`, variables: { id: liveId, type: 'BUILD' } }),
+    'GET /v1/apps/:slug/logs': () => ({ path: `/v1/apps/${slug}/logs?type=build&q=build`, variables: { slug, type: 'BUILD', q: 'build' } }),
     'PATCH /apps/:slug/resources': () => ({
       path: `/apps/${slug}/resources`,
       body: { memory_mb: 384 },
@@ -187,6 +188,30 @@ describe('REST ↔ GraphQL parity over the route table', () => {
           expect({ ...r, delivery_id: 0, duration_ms: 0 }).toEqual({ ...g, delivery_id: 0, duration_ms: 0 });
           expect(r.status).toBe('failed');
         },
+      };
+    },
+    'POST /v1/apps/:slug/log-drains': async () => {
+      const other = (await makeApp(t.url, user)).slug;
+      return {
+        path: `/v1/apps/${slug}/log-drains`,
+        body: { url: 'https://hooks.invalid/logs', format: 'ndjson' },
+        variables: { slug: other, input: { url: 'https://hooks.invalid/logs', format: 'NDJSON' } },
+        compare: (r, g) => {
+          expect({ ...r, id: 0, secret: 0, created_at: 0 }).toEqual({ ...g, id: 0, secret: 0, created_at: 0 });
+          expect([r.secret, g.secret]).toEqual([expect.stringMatching(/^whsec_/), expect.stringMatching(/^whsec_/)]);
+        },
+      };
+    },
+    'GET /v1/apps/:slug/log-drains': () => ({ path: `/v1/apps/${slug}/log-drains`, variables: { slug } }),
+    'DELETE /v1/apps/:slug/log-drains/:id': async () => {
+      const other = (await makeApp(t.url, user)).slug;
+      const body = { url: 'syslog+tls://hooks.invalid:6514' };
+      const a = await rest(t.url, user.token, 'POST', `/v1/apps/${other}/log-drains`, body);
+      const b = await rest(t.url, user.token, 'POST', `/v1/apps/${other}/log-drains`, body);
+      return {
+        path: `/v1/apps/${other}/log-drains/${a.body.id}`,
+        variables: { slug: other, id: b.body.id },
+        compare: (r, g) => expect([r, g]).toEqual([undefined, undefined]),
       };
     },
     'DELETE /deployments/:id': async () => {

@@ -359,8 +359,8 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     await receiver?.stop();
   }, 30_000);
 
-  it('covers every queue the gateways schedule (energy-meter is jobs-once.test.ts; volumes-measure only reads, so twice is harmless)', () => {
-    expect(scheduled).toEqual([...QUEUES, 'energy-meter', 'volumes-measure'].sort());
+  it('covers every queue the gateways schedule (energy-meter is jobs-once.test.ts; volumes-measure only reads, so twice is harmless; logs-retention is deployments/log-retention.test.ts)', () => {
+    expect(scheduled).toEqual([...QUEUES, 'energy-meter', 'volumes-measure', 'logs-retention'].sort());
   });
 
   it('deployments-reclaim: builds left by a stopped and a dead gateway are each resumed by exactly one gateway, once, and go live', async () => {

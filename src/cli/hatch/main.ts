@@ -1,7 +1,8 @@
 /**
  * `hatch`, the user's command-line client. Every call is a typed operation from
- * src/client/generated.ts over GraphQL HTTP or graphql-ws. Exit codes: 0 done, 1 failed (server
- * error, failed deploy or ping, unreachable gateway), 2 bad usage.
+ * src/client/generated.ts over GraphQL HTTP or graphql-ws. Exit codes (exit-codes.ts): 0 done,
+ * 1 failed (failed deploy or ping, a refusal, unreachable gateway), 2 bad usage, 3 no token or
+ * a refused one, 4 not found.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { parseArgs, ParseArgsConfig } from 'node:util';
 import { ApiError, HatchApi, TransportError } from './api';
 import { Command, Ctx, Exit, OptionSpec, OptionValues, UsageError } from './command';
 import { colourWanted, ConfigFileError, resolveSettings } from './config';
+import { CommandFailed, errorDocument, exitCodeOf } from './exit-codes';
 import { colours } from './output';
 import { PackError } from './pack';
 import { accountCommands } from './commands/account';
@@ -16,8 +18,9 @@ import { appCommands } from './commands/apps';
 import { cronCommands } from './commands/crons';
 import { deployCommands } from './commands/deploy';
 import { webhookCommands } from './commands/webhooks';
+import { drainCommands } from './commands/drains';
 
-const COMMANDS: Command[] = [...accountCommands, ...appCommands, ...deployCommands, ...cronCommands, ...webhookCommands];
+const COMMANDS: Command[] = [...accountCommands, ...appCommands, ...deployCommands, ...cronCommands, ...webhookCommands, ...drainCommands];
 
 const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   'api-url': {
@@ -65,6 +68,9 @@ function globalHelp(): string {
     '  HATCH_CONFIG_DIR  where `hatch login` keeps config.json (default $XDG_CONFIG_HOME/hatch or ~/.config/hatch)',
     '  NO_COLOR          no colour even on a terminal',
     '  HATCH_DEBUG       print the stack trace of an unexpected error',
+    '',
+    'exit codes: 0 done, 1 failed (a failed deploy, a refusal, an unreachable gateway), 2 bad usage,',
+    '            3 not logged in or the token was refused, 4 not found',
     '',
     'Run `hatch <command> --help` for a command’s options.',
     '',
@@ -122,11 +128,18 @@ function version(): string {
   return 'unknown';
 }
 
+/** An error on stderr: for people with the server's message, fields and a hint; with --json as one JSON line. */
 function printError(err: unknown, json: boolean, stderrColours: ReturnType<typeof colours>): void {
   const c = stderrColours;
   const w = (s: string) => process.stderr.write(s);
+  if (json) {
+    // A failure the command printed itself (Ctrl-C at a prompt) has nothing more to say.
+    if (err instanceof Exit && !(err instanceof CommandFailed)) return;
+    return void w(JSON.stringify(errorDocument(err)) + '\n');
+  }
+  // A failed deployment or ping was explained by its command.
+  if (err instanceof Exit) return;
   if (err instanceof ApiError) {
-    if (json) return void w(JSON.stringify({ errors: err.errors }) + '\n');
     for (const e of err.errors) {
       const code = e.code ? c.dim(` (${e.code})`) : '';
       // Field errors' messages usually are `field: message`; then the field lines say it all.
@@ -135,11 +148,11 @@ function printError(err: unknown, json: boolean, stderrColours: ReturnType<typeo
       if (!covered) w(`${c.red('error:')} ${e.message}${code}\n`);
       for (const f of e.fields) w(covered ? `${c.red('error:')} ${c.bold(f.field)}: ${f.message}${code}\n` : `  ${c.bold(f.field)}: ${f.message}\n`);
     }
-    if (err.code === 'UNAUTHENTICATED') w('hint: run `hatch login`, or set HATCH_TOKEN to a valid token\n');
+    if (err.errors.some((e) => e.code === 'UNAUTHENTICATED') && !err.message.includes('hatch login'))
+      w('hint: run `hatch login`, or set HATCH_TOKEN to a valid token\n');
     return;
   }
   const message = err instanceof Error ? err.message : String(err);
-  if (json) return void w(JSON.stringify({ errors: [{ message, fields: [] }] }) + '\n');
   w(`${c.red('error:')} ${message}\n`);
   if (
     !(err instanceof TransportError || err instanceof ConfigFileError || err instanceof UsageError || err instanceof PackError) &&
@@ -162,7 +175,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const words = loose.positionals[0] === 'help' ? loose.positionals.slice(1) : loose.positionals;
     if (loose.values.version && words.length === 0) {
-      process.stdout.write(`hatch ${version()}\n`);
+      process.stdout.write(wantsJson ? JSON.stringify({ version: version() }) + '\n' : `hatch ${version()}\n`);
       return 0;
     }
     if (words.length === 0) {
@@ -203,7 +216,8 @@ export async function main(argv: string[]): Promise<number> {
       stderrIsTTY: Boolean(process.stderr.isTTY),
       stdinIsTTY: Boolean(process.stdin.isTTY),
       api() {
-        if (!settings.token) throw new ApiError([{ message: 'not logged in', code: 'UNAUTHENTICATED', fields: [] }]);
+        if (!settings.token)
+          throw new ApiError([{ message: 'not logged in: run `hatch login`, or set HATCH_TOKEN to a token', code: 'UNAUTHENTICATED', fields: [] }]);
         return new HatchApi(settings.apiUrl, settings.token);
       },
       apiWith: (token) => new HatchApi(settings.apiUrl, token),
@@ -212,13 +226,9 @@ export async function main(argv: string[]): Promise<number> {
     };
     return (await cmd.run(ctx, args, values)) ?? 0;
   } catch (err) {
-    if (err instanceof Exit) return err.code;
     printError(err, wantsJson, stderrColours);
-    if (err instanceof UsageError) {
-      process.stderr.write(cmd ? `usage: ${usageLine(cmd)}\n` : '');
-      return 2;
-    }
-    return 1;
+    if (err instanceof UsageError && cmd && !wantsJson) process.stderr.write(`usage: ${usageLine(cmd)}\n`);
+    return exitCodeOf(err);
   }
 }
 

@@ -5,7 +5,7 @@ import { LimitExceeded, NotFound, ValidationFailed } from '../../errors';
 import type { Actor } from '../accounts/actor';
 import { Page, pageByIdDesc } from '../../db/paging';
 import { newId } from '../../ids';
-import { Runtime } from '../../runtime/runtime.port';
+import { OutputStream, Runtime } from '../../runtime/runtime.port';
 import type { DeploymentsService } from '../deployments/deployments.service';
 import { App } from '../apps/app.entity';
 import { AppsService } from '../apps/apps.service';
@@ -303,7 +303,8 @@ export class CronsService {
           const egg = await this.deployments.liveSpec(app.id);
           const prefix = `[cron ${cron.id}] `;
           const log = egg
-            ? (line: string, at?: Date) => this.deployments.supervisor.runtimeLine(egg.deploymentId, prefix + line, at ?? this.clock.now())
+            ? (line: string, at?: Date, stream?: OutputStream) =>
+                this.deployments.supervisor.runtimeLine(egg.deploymentId, prefix + line, at ?? this.clock.now(), stream)
             : undefined;
           const result = await this.runtime.runCommand({ slug: app.slug, command: cron.command, runId: run.id, egg }, abort.signal, log);
           exitCode = result.exitCode;

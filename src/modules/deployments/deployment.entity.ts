@@ -94,6 +94,18 @@ export class Deployment {
   @Column('timestamptz', { nullable: true })
   lastRequestAt: Date | null;
 
+  @Field(() => Date, {
+    nullable: true,
+    description:
+      'Lines written before this moment were removed (HATCHERY_LOG_RETENTION_DAYS): its logs start at the oldest line kept. Null while nothing was removed.',
+  })
+  @Column('timestamptz', { nullable: true })
+  logsRemovedBefore: Date | null;
+
+  /** The newest seq retention removed: a writer resuming a log whose lines are all gone continues after it, not from 1. */
+  @Column('integer', { nullable: true })
+  logsRemovedSeq: number | null;
+
   /** While building: until when the builder holding it counts as alive (crash recovery). */
   @Column('timestamptz', { nullable: true })
   leaseUntil: Date | null;

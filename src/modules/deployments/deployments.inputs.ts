@@ -53,8 +53,25 @@ export class LogStreamArgs {
 
   @Field(() => Date, { nullable: true, description: 'Only lines written after this moment.' })
   since?: Date | null;
+
+  @Field(() => String, { nullable: true, description: 'Only lines passing this filter (as `Deployment.logs`’s `q`), stored and live.' })
+  q?: string | null;
 }
 
+/** The arguments of `appLogs`. */
+@ArgsType()
+export class AppLogStreamArgs {
+  @Field(() => String, { description: 'The egg (slug).' })
+  app: string;
+
+  @Field(() => Date, { nullable: true, description: 'Only lines written after this moment; all stored lines when omitted.' })
+  since?: Date | null;
+
+  @Field(() => String, { nullable: true, description: 'Only lines passing this filter (as `App.logs`’s `q`, `@deployment:<id>` too), stored and live.' })
+  q?: string | null;
+}
+
+/** The arguments of `Deployment.logs` (and, with `@deployment:<id>` in `q`, of `App.logs`). */
 @ArgsType()
 export class LogsArgs {
   @Field(() => LogType, { nullable: true, description: 'Only lines of this type; both when omitted.' })
@@ -75,7 +92,7 @@ export class LogsArgs {
   @Field(() => String, {
     nullable: true,
     description:
-      'A filter: words and `"phrases"` that must all be in the line (case-insensitive), `-word` or `-"phrase"` that must not, `@type:build|runtime`. A bad one is an error naming `q` and the position.',
+      'A filter: words and `"phrases"` that must all be in the line (case-insensitive), `-word` or `-"phrase"` that must not, `@type:build|runtime`, `@stream:stdout|stderr` (on an egg’s logs `@deployment:<id>` too). A bad one is an error naming `q` and the position.',
   })
   q?: string | null;
 

@@ -9,7 +9,16 @@ import { LOG_PAGE_DEFAULT, LOG_PAGE_MAX } from './deployments.service';
 import { LogLine } from './log-line.entity';
 
 export const DeploymentConnection = Connection(Deployment, 'Deployment');
-const LogLineConnection = Connection(LogLine, 'LogLine');
+export const LogLineConnection = Connection(LogLine, 'LogLine');
+
+/** The cost of a page of log lines: `first` lines, or `tail` lines, at most `max`. */
+export const logPageComplexity =
+  (max: number) =>
+  ({ args, childComplexity }: { args: Record<string, unknown>; childComplexity: number }) =>
+    pageComplexity(
+      LOG_PAGE_DEFAULT,
+      max,
+    )({ args: { first: Math.max(Number(args.first ?? 0) || 0, Number(args.tail ?? 0) || 0) || undefined }, childComplexity });
 
 interface StatusArgs {
   id: string;
@@ -89,15 +98,7 @@ export class DeploymentsResolver {
 
   @FieldResolver(() => LogLineConnection, {
     description: 'Build and runtime log lines, oldest first.',
-    // A page of `first` lines, or of `tail` lines.
-    complexity: ({ args, childComplexity }) =>
-      pageComplexity(
-        LOG_PAGE_DEFAULT,
-        LOG_PAGE_MAX,
-      )({
-        args: { first: Math.max(Number(args.first ?? 0) || 0, Number(args.tail ?? 0) || 0) || undefined },
-        childComplexity,
-      }),
+    complexity: logPageComplexity(LOG_PAGE_MAX),
   })
   logs(@Root() d: Deployment, @Ctx() ctx: Context, @Args(() => LogsArgs) args: LogsArgs) {
     return ctx.services.deployments.logs(ctx.actor, d, args);
@@ -116,7 +117,7 @@ export class DeploymentsResolver {
       'The stream of `deploymentLogs`, several lines per message: the lines stored together (up to 500 at a time), for following busy logs. Same arguments, order and guarantees.',
     subscribe: ({ args, context }) => {
       const a = args as LogStreamArgs;
-      return (context as Context).services.deployments.watchLogBatches((context as Context).actor, a.id, a.type ?? null, a.since ?? null);
+      return (context as Context).services.deployments.watchLogBatches((context as Context).actor, a.id, a.type ?? null, a.since ?? null, a.q ?? null);
     },
   })
   deploymentLogBatches(@Root() lines: LogLine[], @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine[] {
@@ -128,7 +129,7 @@ export class DeploymentsResolver {
       'Stored lines after `since` (all when omitted), then live lines, with none lost or repeated. A BUILD stream completes when the build ends; every stream completes when the deployment is deleted.',
     subscribe: ({ args, context }) => {
       const a = args as LogStreamArgs;
-      return (context as Context).services.deployments.watchLogs((context as Context).actor, a.id, a.type ?? null, a.since ?? null);
+      return (context as Context).services.deployments.watchLogs((context as Context).actor, a.id, a.type ?? null, a.since ?? null, a.q ?? null);
     },
   })
   deploymentLogs(@Root() line: LogLine, @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine {

@@ -20,20 +20,20 @@ import { DeploymentEvent } from './deployments.topics';
 import { BuildSupervisor } from './deployments.supervisor';
 import { LogLine, LogType } from './log-line.entity';
 import { LogWriter } from './log-writer';
+import { LogRetention } from './log-retention';
 import { validateEnv } from './deploy-env';
 import { validateImage } from './deploy-image';
 import { SourcesService } from '../sources/sources.service';
-import { containsPattern, LogFilter, parseLogFilter } from './log-filter';
+import { LogFilter, matchesFilter, parseLogFilter } from './log-filter';
+import { AppLogs, checkTail, LOG_PAGE_DEFAULT, LOG_PAGE_MAX, LogQuery, REPLAY_BATCH, whereLines } from './app-logs';
 import { checkIdempotencyKey, claimIdempotencyKey, recordIdempotentResponse } from './idempotency';
-import { logBatchStream, statusStream } from './log-stream';
+import { logBatchStream, oneByOne, statusStream } from './log-stream';
 import { deploymentSuffix, HostTarget, hostUrl } from '../apps/hosts';
 import { AccessEvent } from '../accounts/access.topics';
 
 /** Filters and page of a deployment list. */
 type DeploymentListArgs = { status?: DeploymentStatus | null; first?: number | null; after?: string | null };
-export const LOG_PAGE_MAX = 1000;
-export const LOG_PAGE_DEFAULT = 100;
-const REPLAY_BATCH = 500;
+export { LOG_PAGE_DEFAULT, LOG_PAGE_MAX } from './app-logs';
 
 export interface DeployInput {
   project: string;
@@ -57,19 +57,6 @@ interface Artefact {
   image: string | null;
 }
 
-export interface LogQuery {
-  type?: LogType | null;
-  since?: Date | null;
-  /** Only lines before this moment (exclusive). */
-  until?: Date | null;
-  /** The last N matching lines, oldest first. */
-  tail?: number | null;
-  /** A filter (log-filter.ts). */
-  q?: string | null;
-  first?: number | null;
-  after?: string | null;
-}
-
 export interface DeploymentsDeps {
   ds: DataSource;
   clock: Clock;
@@ -81,6 +68,8 @@ export interface DeploymentsDeps {
   box: SecretBox;
   runtime: Runtime;
   appsDomain: string;
+  /** Log lines older than this many days are removed by `retention` (0: kept); default 30. */
+  logRetentionDays?: number;
   leaseMs?: number;
   /** This gateway's identity (the event bus's origin); a new one when absent. */
   gatewayId?: string;
@@ -91,13 +80,22 @@ export interface DeploymentsDeps {
 export class DeploymentsService {
   readonly writer: LogWriter;
   readonly supervisor: BuildSupervisor;
+  private readonly appLogReader: AppLogs;
+  /** Removes log lines past HATCHERY_LOG_RETENTION_DAYS (the `logs-retention` job). */
+  readonly retention: LogRetention;
   private readonly ds: DataSource;
   private readonly clock: Clock;
 
   constructor(private readonly deps: DeploymentsDeps) {
     this.ds = deps.ds;
     this.clock = deps.clock;
-    this.writer = new LogWriter(deps.ds, deps.pubsub, deps.clock, { onError: deps.onError, metrics: deps.metrics });
+    this.retention = new LogRetention(deps.ds, deps.clock, deps.logRetentionDays ?? 30);
+    this.writer = new LogWriter(deps.ds, deps.pubsub, deps.clock, {
+      onError: deps.onError,
+      metrics: deps.metrics,
+      ensurePartitions: () => this.retention.ensurePartitions(),
+    });
+    this.appLogReader = new AppLogs({ ds: deps.ds, pubsub: deps.pubsub, apps: deps.apps });
     this.supervisor = new BuildSupervisor(
       deps.ds,
       deps.runtime,
@@ -128,6 +126,8 @@ export class DeploymentsService {
   }
 
   async start(): Promise<void> {
+    // Lines need today's partition; the logs-retention job makes them ahead from then on.
+    await this.retention.ensurePartitions();
     this.supervisor.start();
     await this.supervisor.reclaimOrphans();
     await this.supervisor.resumeRunning();
@@ -431,16 +431,23 @@ export class DeploymentsService {
     return id;
   }
 
+  /** An egg's logs, across its deployments (see AppLogs). */
+  appLogs(app: App, q: LogQuery): Promise<Page<LogLine>> {
+    return this.appLogReader.page(app, q);
+  }
+
+  /** An egg's stored lines after `since`, then its live ones across redeploys, in batches (see AppLogs.watch). */
+  watchAppLogBatches(actor: Actor, slug: string, args: { since?: Date | null; q?: string | null }): Promise<AsyncIterableIterator<LogLine[]>> {
+    return this.appLogReader.watch(actor, slug, args);
+  }
+
   async logs(actor: Actor, deployment: Deployment, q: LogQuery): Promise<Page<LogLine>> {
     const filter = { type: q.type ?? null, since: q.since ?? null, until: q.until ?? null, match: parseLogFilter(q.q) };
-    if (q.tail !== null && q.tail !== undefined) {
-      if (!Number.isInteger(q.tail) || q.tail < 1 || q.tail > LOG_PAGE_MAX)
-        throw ValidationFailed.field('tail', `must be an integer from 1 to ${LOG_PAGE_MAX}`);
-      if (q.first !== null && q.first !== undefined) throw ValidationFailed.field('tail', 'give tail or first, not both');
-      if (q.after) throw ValidationFailed.field('tail', 'reads the newest lines: continue from its endCursor with after, without tail');
+    const tail = checkTail(q);
+    if (tail !== null) {
       // The newest N, then in their order: the page ends at the newest line.
-      const newest = await this.readLogs(deployment.id, { ...filter, afterSeq: 0, newestFirst: true }, q.tail);
-      return toPage(newest.reverse(), q.tail, (l) => `seq:${l.seq}`);
+      const newest = await this.readLogs(deployment.id, { ...filter, afterSeq: 0, newestFirst: true }, tail);
+      return toPage(newest.reverse(), tail, (l) => `seq:${l.seq}`);
     }
     const limit = pageSize(q.first, LOG_PAGE_MAX, LOG_PAGE_DEFAULT);
     const after = decodeCursor(q.after, (k) => isIntKey(k, 'seq'));
@@ -459,15 +466,7 @@ export class DeploymentsService {
       .where('l.deployment_id = :deploymentId AND l.seq > :afterSeq', { deploymentId, afterSeq: q.afterSeq })
       .orderBy('l.seq', q.newestFirst ? 'DESC' : 'ASC')
       .limit(limit);
-    if (q.type) qb.andWhere('l.type = :type', { type: q.type });
-    if (q.since) qb.andWhere('l.timestamp > :since', { since: q.since });
-    if (q.until) qb.andWhere('l.timestamp < :until', { until: q.until });
-    if (q.match) {
-      if (q.match.type) qb.andWhere('l.type = :matchType', { matchType: q.match.type });
-      q.match.include.forEach((word, i) => qb.andWhere(`l.message ILIKE :inc${i}`, { [`inc${i}`]: containsPattern(word) }));
-      q.match.exclude.forEach((word, i) => qb.andWhere(`l.message NOT ILIKE :exc${i}`, { [`exc${i}`]: containsPattern(word) }));
-    }
-    return qb.getMany();
+    return whereLines(qb, q).getMany();
   }
 
   /**
@@ -517,25 +516,30 @@ export class DeploymentsService {
   }
 
   /** Stored lines after `since`, then live ones, one line at a time (see `watchLogBatches`). */
-  async watchLogs(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterable<LogLine>> {
-    const batches = await this.watchLogBatches(actor, id, type, since);
-    const lines = (async function* () {
-      for await (const batch of batches) yield* batch;
-    })();
-    return endWithConsumer(lines, { close: async () => void (await batches.return?.()) });
+  async watchLogs(actor: Actor, id: string, type: LogType | null, since: Date | null, q: string | null = null): Promise<AsyncIterable<LogLine>> {
+    return oneByOne(await this.watchLogBatches(actor, id, type, since, q));
   }
 
   /** Stored lines after `since`, then live ones, in batches (see `logBatchStream`). */
-  async watchLogBatches(actor: Actor, id: string, type: LogType | null, since: Date | null): Promise<AsyncIterableIterator<LogLine[]>> {
+  async watchLogBatches(
+    actor: Actor,
+    id: string,
+    type: LogType | null,
+    since: Date | null,
+    q: string | null = null,
+  ): Promise<AsyncIterableIterator<LogLine[]>> {
+    // A bad filter is refused before anything is listened to.
+    const match = parseLogFilter(q);
     // A subscriber may fall behind by so many lines, however they are batched.
     const { events, deployment } = await this.listenThenGet(actor, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
     const stream = logBatchStream({
       events,
       check: () => this.stillVisible(actor, id),
-      read: (afterSeq) => this.readLogs(id, { afterSeq, type, since, until: null, newestFirst: false }, REPLAY_BATCH),
+      read: (afterSeq) => this.readLogs(id, { afterSeq, type, since, until: null, newestFirst: false, match }, REPLAY_BATCH),
       pageSize: REPLAY_BATCH,
       type,
       since,
+      match: match ? (line) => matchesFilter(match, line) : null,
       buildOver: deployment.status !== DeploymentStatus.BUILDING,
     });
     return endWithConsumer(stream, events);

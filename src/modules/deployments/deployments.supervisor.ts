@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { DataSource, In } from 'typeorm';
 import { Clock } from '../../clock';
 import type { GatewayPubSub } from '../topics';
-import { EggSpec, Runtime, RunningEgg, BuildResult } from '../../runtime/runtime.port';
+import { EggSpec, Runtime, RunningEgg, BuildResult, OutputStream } from '../../runtime/runtime.port';
 import { Deployment, DeploymentStatus } from './deployment.entity';
 import { LogType } from './log-line.entity';
 import { RunnerEvent } from './deployments.topics';
@@ -94,7 +94,7 @@ export class BuildSupervisor {
         const spec = await this.hooks.spec(deployment);
         await this.writer.open(deployment.id);
         if (resumed) this.writer.append(deployment.id, LogType.BUILD, '==> Build resumed: the gateway building it stopped');
-        const result = await this.runtime.build(spec, (type, msg, at) => this.writer.append(deployment.id, type as LogType, msg, at), abort.signal);
+        const result = await this.runtime.build(spec, (type, msg, at, from) => this.writer.append(deployment.id, type as LogType, msg, at, from), abort.signal);
         // Every build line is stored and published before the status changes.
         await this.writer.flush();
         if (abort.signal.aborted) return;
@@ -140,7 +140,8 @@ export class BuildSupervisor {
     if (e.kind === 'changed') this.track(() => this.reconcile(e.appId, e.restart));
     else if (e.kind === 'cancel') this.cancel(e.deploymentId);
     else if (e.kind === 'line') {
-      if (this.runsHere(e.deploymentId)) this.writer.append(e.deploymentId, LogType.RUNTIME, e.line, new Date(e.at));
+      if (this.runsHere(e.deploymentId))
+        this.writer.append(e.deploymentId, LogType.RUNTIME, e.line, new Date(e.at), e.stream === 'stdout' || e.stream === 'stderr' ? e.stream : undefined);
     } else this.tick();
   }
 
@@ -168,7 +169,7 @@ export class BuildSupervisor {
       // Whoever wrote its lines before (its builder, an earlier runner elsewhere) is done.
       await this.writer.resume(deployment.id);
       if (this.stopped) return;
-      const egg = this.runtime.run(spec, (type, msg, at) => this.writer.append(deployment.id, type as LogType, msg, at), {
+      const egg = this.runtime.run(spec, (type, msg, at, from) => this.writer.append(deployment.id, type as LogType, msg, at, from), {
         wake: () => this.hooks.wake(deployment.id),
         asleep: (idleSince) => this.hooks.asleep(deployment.id, idleSince),
         lastActive: () => this.hooks.lastActive(deployment.id),
@@ -220,10 +221,10 @@ export class BuildSupervisor {
    * A runtime log line from outside the egg's container (a request the router passed, a cron run's output): written here if this gateway
    * runs the deployment (it owns the log's sequence), else handed to the gateway that does.
    */
-  runtimeLine(deploymentId: string, line: string, at: Date): void {
+  runtimeLine(deploymentId: string, line: string, at: Date, stream?: OutputStream): void {
     if (this.stopped) return;
-    if (this.runsHere(deploymentId)) this.writer.append(deploymentId, LogType.RUNTIME, line, at);
-    else this.pubsub.publish('RUNNERS', { kind: 'line', from: this.runnerId, deploymentId, line, at: at.toISOString() });
+    if (this.runsHere(deploymentId)) this.writer.append(deploymentId, LogType.RUNTIME, line, at, stream);
+    else this.pubsub.publish('RUNNERS', { kind: 'line', from: this.runnerId, deploymentId, line, at: at.toISOString(), stream: stream ?? null });
   }
 
   private runsHere(deploymentId: string): boolean {

@@ -1,6 +1,7 @@
 import { LOCAL_ONLY, TopicCodec } from '../../bus/event-bus';
 import { Deployment } from './deployment.entity';
 import { LogLine } from './log-line.entity';
+import type { OutputStream } from '../../runtime/runtime.port';
 
 /**
  * Everything that happens to one deployment travels on one topic, so a subscriber sees log
@@ -35,14 +36,26 @@ export type RunnerEvent =
   /** The deployment was deleted: a gateway building it stops. */
   | { kind: 'cancel'; from: string; deploymentId: string }
   /** A runtime line from elsewhere (the router, a cron run) for the egg's runner to write. */
-  | { kind: 'line'; from: string; deploymentId: string; line: string; at: string };
+  | { kind: 'line'; from: string; deploymentId: string; line: string; at: string; stream?: OutputStream | null };
+
+/**
+ * An egg's log lines, whichever of its deployments wrote them (for `appLogs` and drains): the
+ * lines themselves in this process, `stored` (a deployment's seqs after..upTo) between gateways,
+ * expanded from storage where someone listens, as for DEPLOYMENT.
+ */
+export type AppLogEvent =
+  | { kind: 'lines'; lines: LogLine[] }
+  | { kind: 'stored'; deploymentId: string; after: number; upTo: number }
+  /** Lines may have been missed (the bus was cut and is back): look at storage. */
+  | { kind: 'resync' };
 
 export type DeploymentTopics = {
   DEPLOYMENT: [deploymentId: string, event: DeploymentEvent];
+  APP_LOGS: [appId: string, event: AppLogEvent];
   RUNNERS: [event: RunnerEvent];
 };
 
-const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil', 'leaseUntil', 'sleptAt', 'lastRequestAt'] as const;
+const DEPLOYMENT_DATES = ['createdAt', 'updatedAt', 'finishedAt', 'meteredUntil', 'leaseUntil', 'sleptAt', 'lastRequestAt', 'logsRemovedBefore'] as const;
 
 const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
 
@@ -79,7 +92,19 @@ export const deploymentEventCodec: TopicCodec<DeploymentEvent> = {
   resync: () => ({ kind: 'resync' }),
 };
 
+export const appLogEventCodec: TopicCodec<AppLogEvent> = {
+  encode: (e) => (e.kind === 'stored' ? e : LOCAL_ONLY),
+  decode(data) {
+    const e = data as Record<string, unknown>;
+    if (e?.kind === 'stored' && typeof e.deploymentId === 'string' && Number.isSafeInteger(e.after) && Number.isSafeInteger(e.upTo))
+      return { kind: 'stored', deploymentId: e.deploymentId, after: e.after as number, upTo: e.upTo as number };
+    throw new Error(`app log event of unknown kind: ${String(e?.kind)}`);
+  },
+  resync: () => ({ kind: 'resync' }),
+};
+
 export const deploymentCodecs = {
   DEPLOYMENT: deploymentEventCodec,
+  APP_LOGS: appLogEventCodec,
   RUNNERS: { encode: (e: RunnerEvent) => e, decode: (d: unknown) => d as RunnerEvent } satisfies TopicCodec<RunnerEvent>,
 };

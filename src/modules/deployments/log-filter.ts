@@ -1,5 +1,5 @@
 import { ValidationFailed } from '../../errors';
-import { LogType } from './log-line.entity';
+import { LogStream, LogType } from './log-line.entity';
 
 /** The longest filter accepted. */
 export const MAX_FILTER_LENGTH = 500;
@@ -9,21 +9,41 @@ export interface LogFilter {
   include: string[];
   exclude: string[];
   type: LogType | null;
+  stream: LogStream | null;
+  /** `@deployment:<id>`, on an egg's logs only. */
+  deployment: string | null;
 }
 
 const refuse = (message: string, position: number): never => {
   throw ValidationFailed.field('q', `${message} at position ${position}`);
 };
 
+const KEYS = {
+  type: { build: LogType.BUILD, runtime: LogType.RUNTIME },
+  stream: { stdout: LogStream.STDOUT, stderr: LogStream.STDERR },
+} as const;
+
+/** Whether a line passes a filter (the same test the database makes, for live lines). */
+export function matchesFilter(f: LogFilter, line: { type: LogType; stream: LogStream | null; message: string; deploymentId: string }): boolean {
+  if (f.type && line.type !== f.type) return false;
+  if (f.stream && line.stream !== f.stream) return false;
+  if (f.deployment && line.deploymentId !== f.deployment) return false;
+  if (f.include.length === 0 && f.exclude.length === 0) return true;
+  const text = line.message.toLowerCase();
+  return f.include.every((w) => text.includes(w.toLowerCase())) && !f.exclude.some((w) => text.includes(w.toLowerCase()));
+}
+
 /**
  * Parses a log filter: words and `"phrases"` that must all appear (case-insensitive), `-word` or
- * `-"phrase"` that must not, and `@type:build|runtime`. A bad filter is a 422 on `q` naming the
- * position (1-based) where it goes wrong.
+ * `-"phrase"` that must not, `@type:build|runtime`, `@stream:stdout|stderr` and, on an egg's logs
+ * (`scope: 'app'`), `@deployment:<id>`. A bad filter is a 422 on `q` naming the position (1-based)
+ * where it goes wrong.
  */
-export function parseLogFilter(q: string | null | undefined): LogFilter | null {
+export function parseLogFilter(q: string | null | undefined, scope: 'deployment' | 'app' = 'deployment'): LogFilter | null {
   if (q === null || q === undefined || q.trim() === '') return null;
   if (q.length > MAX_FILTER_LENGTH) refuse(`is longer than ${MAX_FILTER_LENGTH} characters`, MAX_FILTER_LENGTH + 1);
-  const filter: LogFilter = { include: [], exclude: [], type: null };
+  const filter: LogFilter = { include: [], exclude: [], type: null, stream: null, deployment: null };
+  const known = scope === 'app' ? '@type, @stream, @deployment' : '@type, @stream';
   let i = 0;
   while (i < q.length) {
     if (/\s/.test(q[i])) {
@@ -51,11 +71,20 @@ export function parseLogFilter(q: string | null | undefined): LogFilter | null {
         const m = /^@([a-z]+):(.*)$/.exec(term);
         if (!m) refuse(`has "${term}", not @key:value`, start + 1);
         const [, key, value] = m!;
-        if (key !== 'type') refuse(`has an unknown key @${key} (known: @type)`, start + 1);
-        const type = value.toLowerCase() === 'build' ? LogType.BUILD : value.toLowerCase() === 'runtime' ? LogType.RUNTIME : null;
-        if (type === null) refuse(`has @type:${value}; @type is build or runtime`, start + 1 + key.length + 2);
-        if (filter.type !== null && filter.type !== type) refuse('has two different @type', start + 1);
-        filter.type = type;
+        const valueAt = start + 1 + key.length + 2;
+        if (key === 'deployment' && scope === 'app') {
+          if (!/^dep_[A-Za-z0-9]+$/.test(value)) refuse(`has @deployment:${value}; give a deployment id (dep_…)`, valueAt);
+          if (filter.deployment !== null && filter.deployment !== value) refuse('has two different @deployment', start + 1);
+          filter.deployment = value;
+          continue;
+        }
+        if (key !== 'type' && key !== 'stream') refuse(`has an unknown key @${key} (known: ${known})`, start + 1);
+        const values = KEYS[key as 'type' | 'stream'] as Record<string, LogType | LogStream>;
+        const chosen = Object.hasOwn(values, value.toLowerCase()) ? values[value.toLowerCase()] : null;
+        if (chosen === null) refuse(`has @${key}:${value}; @${key} is ${Object.keys(values).join(' or ')}`, valueAt);
+        const slot = key as 'type' | 'stream';
+        if (filter[slot] !== null && filter[slot] !== chosen) refuse(`has two different @${key}`, start + 1);
+        (filter as unknown as Record<string, unknown>)[slot] = chosen;
         continue;
       }
     }

@@ -1,5 +1,5 @@
-import { Field, Int, ObjectType, registerEnumType } from 'type-graphql';
-import { Column, Entity, ManyToOne, PrimaryColumn } from 'typeorm';
+import { Field, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Column, Entity, Index, ManyToOne, PrimaryColumn } from 'typeorm';
 import { Deployment } from './deployment.entity';
 
 export enum LogType {
@@ -8,11 +8,26 @@ export enum LogType {
 }
 registerEnumType(LogType, { name: 'LogType', description: 'BUILD lines come from the build, RUNTIME lines from the running egg.' });
 
+export enum LogStream {
+  STDOUT = 'stdout',
+  STDERR = 'stderr',
+}
+registerEnumType(LogStream, { name: 'LogStream', description: "The egg's output a line came from: its standard output or its standard error." });
+
 @ObjectType({ simpleResolvers: true, description: 'One line of a deployment log.' })
 @Entity('log_lines')
+// Trigram index on the text, so `q` searches big logs fast (made by migration: TypeORM cannot say `gin_trgm_ops`).
+@Index('log_lines_message_trgm', { synchronize: false })
+// An egg's lines in time order, for its logs across deployments.
+@Index('log_lines_app_time', ['appId', 'timestamp', 'deploymentId', 'seq'])
 export class LogLine {
+  @Field(() => ID, { description: 'The deployment that wrote the line.' })
   @PrimaryColumn('text')
   deploymentId: string;
+
+  /** The deployment's egg, copied from it when the line is stored (an egg's logs are read by it). */
+  @Column('text')
+  appId: string;
 
   @ManyToOne(() => Deployment, { onDelete: 'CASCADE' })
   deployment?: Deployment;
@@ -20,6 +35,14 @@ export class LogLine {
   @Field(() => Int, { description: 'Position in the deployment log, increasing from 1; the resume point for streams.' })
   @PrimaryColumn('integer')
   seq: number;
+
+  /**
+   * The day (UTC) the line was stored: the table is partitioned by it, a partition a day, and
+   * retention drops whole partitions (log-retention.ts). Set by the database.
+   */
+  // As TypeORM reads it back (it drops the casts): the column's default is ((now() AT TIME ZONE 'UTC'))::date.
+  @PrimaryColumn('date', { default: () => "((now() AT TIME ZONE 'UTC'))" })
+  day?: string;
 
   @Field(() => Date, { description: 'When the line was written.' })
   @Column('timestamptz')
@@ -32,4 +55,12 @@ export class LogLine {
   @Field(() => String, { description: 'The text of the line.' })
   @Column('text')
   message: string;
+
+  @Field(() => LogStream, {
+    nullable: true,
+    description:
+      "The egg's output the line came from, where the runtime knows it (Docker does); null for the platform's own lines (build steps, restarts, requests).",
+  })
+  @Column('text', { nullable: true })
+  stream: LogStream | null;
 }

@@ -1,5 +1,6 @@
 import { Deployment, DeploymentStatus } from './deployment.entity';
-import type { DeploymentEvent } from './deployments.topics';
+import { endWithConsumer } from '../../bus/pubsub';
+import type { AppLogEvent, DeploymentEvent } from './deployments.topics';
 import { LogLine, LogType } from './log-line.entity';
 
 /**
@@ -22,6 +23,8 @@ export interface LogSource extends StreamSource {
   since: Date | null;
   /** Whether the build had ended when the stream began. */
   buildOver: boolean;
+  /** A filter live lines must pass besides type and since (`q`); `read` applies it itself. */
+  match?: ((line: LogLine) => boolean) | null;
 }
 
 /**
@@ -73,8 +76,8 @@ export async function* statusStream(current: Deployment, src: StreamSource): Asy
  * got, so their executions can be shared (see `sharedSubscribe`).
  */
 export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[], void> {
-  const { type, since } = src;
-  const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since);
+  const { type, since, match } = src;
+  const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since) && (!match || match(line));
   let lastSeq = 0;
   /** Stored lines after the last one streamed and before `before`, a page per batch. */
   const stored = async function* (before = Infinity) {
@@ -117,4 +120,86 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
   } finally {
     await src.events.close();
   }
+}
+
+export interface AppLogSource {
+  /** The egg's log events, listened to before anything was read. */
+  events: AsyncIterator<AppLogEvent, undefined> & { close(): Promise<void> };
+  /** The snapshot of storage the replay reads: each deployment's newest stored seq when it began. */
+  upTo: Map<string, number>;
+  /** The stored lines up to the snapshot, matching, in time order, a page per batch. */
+  replay(): AsyncGenerator<LogLine[], void>;
+  /** Stored lines of a deployment with seq in (after, before), matching, oldest first, at most `pageSize`. */
+  fill(deploymentId: string, after: number, before: number): Promise<LogLine[]>;
+  pageSize: number;
+  /**
+   * After lines may have been missed or access changed: the newest stored seq of each deployment
+   * now. Throws when the subscriber may no longer see the egg.
+   */
+  check(): Promise<Map<string, number>>;
+  /** Whether a live line passes the stream's filters. */
+  wanted(line: LogLine): boolean;
+}
+
+/**
+ * An egg's stored lines, then live ones of whichever deployment writes them, in batches. The
+ * replay reads a snapshot of storage (each deployment up to its newest seq when the stream began)
+ * in time order; after it, each deployment is followed by seq on its own, a gap before a live
+ * batch filled from storage, so across redeploys no line is lost or repeated. A deployment that
+ * appears later is followed from its first line.
+ */
+export async function* appLogBatchStream(src: AppLogSource): AsyncGenerator<LogLine[], void> {
+  const last = new Map(src.upTo);
+  /** Stored lines of a deployment after the last one streamed and before `before`. */
+  const stored = async function* (deploymentId: string, before = Infinity) {
+    for (;;) {
+      const from = last.get(deploymentId) ?? 0;
+      if (from >= before - 1) return;
+      const page = await src.fill(deploymentId, from, before);
+      if (page.length) {
+        yield page;
+        last.set(deploymentId, page[page.length - 1].seq);
+      }
+      if (page.length < src.pageSize) {
+        // Nothing more matches up to `before`: the lines between are filtered out, or not stored yet.
+        if (Number.isFinite(before)) last.set(deploymentId, before - 1);
+        return;
+      }
+    }
+  };
+  try {
+    yield* src.replay();
+    for (;;) {
+      const { value, done } = await src.events.next();
+      if (done) return;
+      if (value.kind === 'resync') {
+        // Lines may have been missed (or the subscriber lost the egg: check throws): storage has them.
+        const newest = await src.check();
+        for (const [deploymentId, seq] of newest) if (seq > (last.get(deploymentId) ?? 0)) yield* stored(deploymentId, seq + 1);
+        continue;
+      }
+      // The lines themselves come as `lines` events, on every gateway with subscribers.
+      if (value.kind === 'stored') continue;
+      const lines = value.lines;
+      const deploymentId = lines[0].deploymentId;
+      const from = last.get(deploymentId) ?? 0;
+      const first = lines.findIndex((line) => line.seq > from);
+      if (first < 0) continue;
+      if (lines[first].seq > from + 1) yield* stored(deploymentId, lines[first].seq);
+      const fresh = first === 0 ? lines : lines.slice(first);
+      last.set(deploymentId, fresh[fresh.length - 1].seq);
+      const kept = fresh.filter((line) => src.wanted(line));
+      if (kept.length) yield kept;
+    }
+  } finally {
+    await src.events.close();
+  }
+}
+
+/** A stream of batches as one line at a time; ending it (the consumer leaving) ends the batches. */
+export function oneByOne(batches: AsyncIterableIterator<LogLine[]>): AsyncIterableIterator<LogLine> {
+  const lines = (async function* () {
+    for await (const batch of batches) yield* batch;
+  })();
+  return endWithConsumer(lines, { close: async () => void (await batches.return?.()) });
 }

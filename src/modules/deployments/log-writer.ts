@@ -3,8 +3,28 @@ import { Clock } from '../../clock';
 import { pgCode } from '../../db/transaction';
 import { GatewayPubSub } from '../topics';
 import type { Metrics } from '../../metrics';
-import type { DeploymentEvent } from './deployments.topics';
-import { LogLine, LogType } from './log-line.entity';
+import type { AppLogEvent, DeploymentEvent } from './deployments.topics';
+import { LogLine, LogStream, LogType } from './log-line.entity';
+
+/** Stored lines of a deployment with seq in (after, upTo], oldest first. */
+function storedLines(ds: DataSource, deploymentId: string, after: number, upTo: number): Promise<LogLine[]> {
+  return ds
+    .getRepository(LogLine)
+    .createQueryBuilder('l')
+    .where('l.deployment_id = :deploymentId AND l.seq > :after AND l.seq <= :upTo', { deploymentId, after, upTo })
+    .orderBy('l.seq', 'ASC')
+    .getMany();
+}
+
+/** `expandStoredLines` for an egg's log events (APP_LOGS). */
+export function expandStoredAppLines(ds: DataSource): (eventName: string, value: unknown) => Promise<AppLogEvent[]> {
+  return async (_eventName, value) => {
+    const e = value as AppLogEvent;
+    if (e.kind !== 'stored') return [];
+    const lines = await storedLines(ds, e.deploymentId, e.after, e.upTo);
+    return lines.length ? [{ kind: 'lines', lines }] : [];
+  };
+}
 
 /**
  * On a gateway with subscribers to a deployment, turns another gateway's `stored` event into the
@@ -15,12 +35,7 @@ export function expandStoredLines(ds: DataSource): (eventName: string, value: un
     const e = value as DeploymentEvent;
     if (e.kind !== 'stored') return [];
     const deploymentId = eventName.slice(eventName.indexOf(':') + 1);
-    const lines = await ds
-      .getRepository(LogLine)
-      .createQueryBuilder('l')
-      .where('l.deployment_id = :deploymentId AND l.seq > :after AND l.seq <= :upTo', { deploymentId, after: e.after, upTo: e.upTo })
-      .orderBy('l.seq', 'ASC')
-      .getMany();
+    const lines = await storedLines(ds, deploymentId, e.after, e.upTo);
     return lines.length ? [{ kind: 'lines', lines }] : [];
   };
 }
@@ -30,6 +45,8 @@ export interface LogWriterOptions {
   maxBatch?: number;
   onError?: (err: unknown) => void;
   metrics?: Metrics;
+  /** Makes today's log partition when a batch found none (the gateway ran past the days made ahead). */
+  ensurePartitions?: () => Promise<void>;
 }
 
 /**
@@ -65,17 +82,28 @@ export class LogWriter {
    * further since this one last did; from this writer's own if that is further still.
    */
   async resume(deploymentId: string): Promise<void> {
-    const [row] = await this.ds.query<Array<{ seq: string | number }>>('SELECT COALESCE(MAX(seq), 0) AS seq FROM log_lines WHERE deployment_id = $1', [
-      deploymentId,
-    ]);
+    // After the newest line stored, or the newest one retention removed when none is left.
+    const [row] = await this.ds.query<Array<{ seq: string | number }>>(
+      `SELECT GREATEST(COALESCE((SELECT MAX(seq) FROM log_lines WHERE deployment_id = $1), 0),
+                       COALESCE((SELECT logs_removed_seq FROM deployments WHERE id = $1), 0)) AS seq`,
+      [deploymentId],
+    );
     this.seqs.set(deploymentId, Math.max(Number(row.seq), this.seqs.get(deploymentId) ?? 0));
   }
 
-  append(deploymentId: string, type: LogType, message: string, at?: Date): void {
+  append(deploymentId: string, type: LogType, message: string, at?: Date, stream?: 'stdout' | 'stderr'): void {
     const last = this.seqs.get(deploymentId);
     if (last === undefined) throw new Error(`log writer: deployment ${deploymentId} was not opened`);
     this.seqs.set(deploymentId, last + 1);
-    this.buffer.push(Object.assign(new LogLine(), { deploymentId, seq: last + 1, timestamp: at ?? this.clock.now(), type, message }));
+    const line = Object.assign(new LogLine(), {
+      deploymentId,
+      seq: last + 1,
+      timestamp: at ?? this.clock.now(),
+      type,
+      message,
+      stream: (stream as LogStream) ?? null,
+    });
+    this.buffer.push(line);
     if (this.buffer.length >= this.maxBatch) void this.flush();
     else if (!this.timer) this.timer = setTimeout(() => void this.flush(), this.flushMs);
   }
@@ -100,7 +128,15 @@ export class LogWriter {
 
   private async write(batch: LogLine[]): Promise<void> {
     if (batch.length === 0) return;
-    const published = await this.store(batch);
+    let published: LogLine[];
+    try {
+      published = await this.store(batch);
+    } catch (err) {
+      // "no partition of relation log_lines found for row": make it, then store the batch again.
+      if (pgCode(err) !== '23514' || !this.options.ensurePartitions) throw err;
+      await this.options.ensurePartitions();
+      published = await this.store(batch);
+    }
     for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
     const byDeployment = new Map<string, LogLine[]>();
     for (const line of published) {
@@ -111,8 +147,13 @@ export class LogWriter {
     for (const [deploymentId, lines] of byDeployment) {
       // This gateway's subscribers get the lines, one event for all of them; the other gateways
       // one small event naming what was stored (see DeploymentEvent).
+      const after = lines[0].seq - 1;
+      const upTo = lines[lines.length - 1].seq;
       this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'lines', lines });
-      this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after: lines[0].seq - 1, upTo: lines[lines.length - 1].seq });
+      this.pubsub.publish('DEPLOYMENT', deploymentId, { kind: 'stored', after, upTo });
+      // And for the egg's streams (appLogs, drains), which follow all its deployments.
+      this.pubsub.publish('APP_LOGS', lines[0].appId, { kind: 'lines', lines });
+      this.pubsub.publish('APP_LOGS', lines[0].appId, { kind: 'stored', deploymentId, after, upTo });
     }
   }
 
@@ -126,37 +167,47 @@ export class LogWriter {
   private async store(batch: LogLine[]): Promise<LogLine[]> {
     const ids = [...new Set(batch.map((l) => l.deploymentId))];
     const index = new Map(ids.map((id, i) => [id, i + 1]));
-    const columns = [batch.map((l) => l.seq), batch.map((l) => l.timestamp.toISOString()), batch.map((l) => l.type), batch.map((l) => l.message)];
+    const columns = [
+      batch.map((l) => l.seq),
+      batch.map((l) => l.timestamp.toISOString()),
+      batch.map((l) => l.type),
+      batch.map((l) => l.message),
+      batch.map((l) => l.stream),
+    ];
     try {
-      const rows: Array<{ id: string }> = await this.ds.query(
+      const rows: Array<{ id: string; app_id: string }> = await this.ds.query(
         `WITH live AS (
-           SELECT x.id, x.ord FROM unnest($1::text[]) WITH ORDINALITY AS x(id, ord)
-            WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = x.id)
+           SELECT x.id, x.ord, d.app_id FROM unnest($1::text[]) WITH ORDINALITY AS x(id, ord)
+             JOIN deployments d ON d.id = x.id
          ), stored AS (
-           INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
-           SELECT live.id, u.s, u.t, u.ty, u.m
-             FROM unnest($2::int[], $3::int[], $4::timestamptz[], $5::text[], $6::text[]) AS u(i, s, t, ty, m)
+           INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream)
+           SELECT live.id, live.app_id, u.s, u.t, u.ty, u.m, u.st
+             FROM unnest($2::int[], $3::int[], $4::timestamptz[], $5::text[], $6::text[], $7::text[]) AS u(i, s, t, ty, m, st)
              JOIN live ON live.ord = u.i
          )
-         SELECT id FROM live`,
+         SELECT id, app_id FROM live`,
         [ids, batch.map((l) => index.get(l.deploymentId)), ...columns],
       );
-      const live = new Set(rows.map((r) => r.id));
-      return live.size === ids.length ? batch : batch.filter((l) => live.has(l.deploymentId));
+      const apps = new Map(rows.map((r) => [r.id, r.app_id]));
+      const stored = apps.size === ids.length ? batch : batch.filter((l) => apps.has(l.deploymentId));
+      for (const line of stored) line.appId = apps.get(line.deploymentId)!;
+      return stored;
     } catch (err) {
       if (pgCode(err) !== '23505' && pgCode(err) !== '23503') throw err;
     }
-    const rows: Array<{ deployment_id: string; seq: number }> = await this.ds.query(
-      `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
-       SELECT u.d, u.s, u.t, u.ty, u.m
-         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[]) AS u(d, s, t, ty, m)
-        WHERE EXISTS (SELECT 1 FROM deployments d WHERE d.id = u.d)
+    const rows: Array<{ deployment_id: string; seq: number; app_id: string }> = await this.ds.query(
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream)
+       SELECT u.d, d.app_id, u.s, u.t, u.ty, u.m, u.st
+         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[], $6::text[]) AS u(d, s, t, ty, m, st)
+         JOIN deployments d ON d.id = u.d
        ON CONFLICT DO NOTHING
-       RETURNING deployment_id, seq`,
+       RETURNING deployment_id, seq, app_id`,
       [batch.map((l) => l.deploymentId), ...columns],
     );
-    const kept = new Set(rows.map((r) => `${r.deployment_id}:${r.seq}`));
-    return batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
+    const kept = new Map(rows.map((r) => [`${r.deployment_id}:${r.seq}`, r.app_id]));
+    const stored = batch.filter((line) => kept.has(`${line.deploymentId}:${line.seq}`));
+    for (const line of stored) line.appId = kept.get(`${line.deploymentId}:${line.seq}`)!;
+    return stored;
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,8 @@ import {
   EggSpec,
   Endpoint,
   LogSink,
+  OutputStream,
+  CommandLog,
   PreviewSpec,
   ProvisionedResource,
   RunHooks,
@@ -114,7 +116,7 @@ export class DockerRuntime implements Runtime {
    * env, memory and volume, removed when it ends. Its output lines go to `log`, its exit code is
    * the process's. Aborted, it is removed at once (and the promise rejects).
    */
-  async runCommand(spec: CommandSpec, signal: AbortSignal, log: (line: string, at?: Date) => void = () => undefined): Promise<CommandResult> {
+  async runCommand(spec: CommandSpec, signal: AbortSignal, log: CommandLog = () => undefined): Promise<CommandResult> {
     if (!spec.egg) return { exitCode: null, reason: `${spec.slug} has no live deployment to run the command in` };
     const egg = spec.egg;
     const container = await this.docker.createContainer({
@@ -130,7 +132,7 @@ export class DockerRuntime implements Runtime {
       () => removed(container),
       async () => {
         const stream = await container.attach({ stream: true, stdout: true, stderr: true, logs: true });
-        const ended = demuxLines(this.docker, stream, (line) => log(line, new Date()));
+        const ended = demuxLines(this.docker, stream, (line, from) => log(line, new Date(), from));
         await container.start();
         const exit = (await container.wait()) as { StatusCode: number };
         await ended;
@@ -501,7 +503,10 @@ export class DockerRuntime implements Runtime {
     const watched = Array.from(
       { length: replicas },
       (_, i) =>
-        new WatchedContainer(this, this.docker, spec, (type, message, at) => log(type, `[replica ${i + 1}] ${message}`, at), hooks, { ...opts, replica: i }),
+        new WatchedContainer(this, this.docker, spec, (type, message, at, from) => log(type, `[replica ${i + 1}] ${message}`, at, from), hooks, {
+          ...opts,
+          replica: i,
+        }),
     );
     return {
       stop: async (stopOpts) => {
@@ -587,11 +592,11 @@ function hostConfig(spec: EggSpec): Docker.HostConfig {
  * Splits a container's multiplexed stdout and stderr into lines, each to `emit` (a last partial
  * line too); resolves once the stream has ended.
  */
-export function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: string) => void): Promise<void> {
+export function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: (line: string, from: OutputStream) => void): Promise<void> {
   const out = new PassThrough();
   const err = new PassThrough();
-  const a = lineSplitter(emit);
-  const b = lineSplitter(emit);
+  const a = lineSplitter((line) => emit(line, 'stdout'));
+  const b = lineSplitter((line) => emit(line, 'stderr'));
   out.on('data', (c: Buffer) => a.push(c.toString('utf8')));
   err.on('data', (c: Buffer) => b.push(c.toString('utf8')));
   docker.modem.demuxStream(stream, out, err);
@@ -839,13 +844,13 @@ class WatchedContainer implements RunningEgg {
 
   private async follow(container: Docker.Container, since: number): Promise<void> {
     const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
-    const emit = (raw: string) => {
+    const emit = (raw: string, from: OutputStream) => {
       const line = parseTimestamped(raw);
-      if (!line) return this.log('runtime', raw);
+      if (!line) return this.log('runtime', raw, undefined, from);
       // Following again after a restart starts at a whole second: lines already seen come again.
       if (line.ns <= this.lastSeenNs) return;
       this.lastSeenNs = line.ns;
-      this.log('runtime', line.message, line.at);
+      this.log('runtime', line.message, line.at, from);
     };
     void demuxLines(this.docker, stream, emit);
   }

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import { BuildResult, CommandResult, CommandSpec, EggSpec, Endpoint, LogSink, RunHooks, RunningEgg } from '../runtime.port';
+import { BuildResult, CommandLog, CommandResult, CommandSpec, EggSpec, Endpoint, LogSink, RunHooks, RunningEgg } from '../runtime.port';
 import {
   answers,
   CAPABILITIES,
@@ -198,7 +198,7 @@ export class SwarmRuntime extends DockerRuntime {
    * A cron run as a one-shot job service of the live deployment's image (`sh -c <command>`, its env,
    * memory and volume, placed with it); its output, with its timestamps, once it ended.
    */
-  override async runCommand(spec: CommandSpec, signal: AbortSignal, log: (line: string, at?: Date) => void = () => undefined): Promise<CommandResult> {
+  override async runCommand(spec: CommandSpec, signal: AbortSignal, log: CommandLog = () => undefined): Promise<CommandResult> {
     if (!spec.egg) return { exitCode: null, reason: `${spec.slug} has no live deployment to run the command in` };
     const base = await this.serviceSpec(spec.egg, 1);
     const template = base.TaskTemplate as Docker.ContainerTaskSpec;
@@ -232,9 +232,9 @@ export class SwarmRuntime extends DockerRuntime {
       }
       // Not followed: a finished job's log would be followed forever.
       const output = (await service.logs({ stdout: true, stderr: true, timestamps: true, follow: false })) as unknown as Buffer;
-      await demuxLines(this.docker, Readable.from([output]), (raw) => {
+      await demuxLines(this.docker, Readable.from([output]), (raw, from) => {
         const line = parseServiceLine(raw);
-        log(line.message, line.at);
+        log(line.message, line.at, from);
       });
       const code = ended.Status.ContainerStatus?.ExitCode;
       if (code !== undefined) return { exitCode: code };

@@ -85,13 +85,14 @@ export const accountCommands: Command[] = [
     summary: 'show the account the token belongs to',
     async run(ctx) {
       const { viewer } = await ctx.api().request(ViewerDocument, {});
-      if (ctx.json) return ctx.out(json(viewer));
+      const tokenFrom = ctx.settings.tokenSource === 'HATCH_TOKEN' ? 'HATCH_TOKEN' : configFile();
+      if (ctx.json) return ctx.out(json({ ...viewer, apiUrl: ctx.settings.apiUrl, tokenFrom }));
       ctx.out(
         details(ctx.c, [
           ['email', viewer.email],
           ['id', viewer.id],
           ['api', ctx.settings.apiUrl],
-          ['token', ctx.settings.tokenSource === 'HATCH_TOKEN' ? 'from HATCH_TOKEN' : `from ${configFile()}`],
+          ['token', `from ${tokenFrom}`],
         ]),
       );
     },

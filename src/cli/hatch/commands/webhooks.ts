@@ -1,5 +1,6 @@
 import { CreateWebhookDocument, DeleteWebhookDocument, TestWebhookDocument, WebhookDeliveriesDocument, WebhooksDocument } from '../../../client/generated';
 import { Command, Ctx, strings } from '../command';
+import { CommandFailed, ExitCode } from '../exit-codes';
 import { details, json, status, table } from '../output';
 
 async function listWebhooks(ctx: Ctx, [app]: string[]): Promise<void> {
@@ -65,15 +66,15 @@ export const webhookCommands: Command[] = [
     async run(ctx, [app, id]) {
       const api = ctx.api();
       const { testWebhook: r } = await api.request(TestWebhookDocument, { app, id });
+      // Why it failed (DNS, TLS, timeout…) is on the delivery record.
+      const failure =
+        r.status === 'SUCCEEDED'
+          ? null
+          : (await api.request(WebhookDeliveriesDocument, { app, first: 20 })).webhooks
+              .find((w) => w.id === id)
+              ?.deliveries.nodes.find((d) => d.id === r.deliveryId)?.error;
       if (ctx.json) ctx.out(json(r));
       else {
-        // Why it failed (DNS, TLS, timeout…) is on the delivery record.
-        const failure =
-          r.status === 'SUCCEEDED'
-            ? null
-            : (await api.request(WebhookDeliveriesDocument, { app, first: 20 })).webhooks
-                .find((w) => w.id === id)
-                ?.deliveries.nodes.find((d) => d.id === r.deliveryId)?.error;
         ctx.out(
           details(ctx.c, [
             ['delivery', r.deliveryId],
@@ -84,7 +85,9 @@ export const webhookCommands: Command[] = [
           ]),
         );
       }
-      return r.status === 'SUCCEEDED' ? 0 : 1;
+      if (r.status === 'SUCCEEDED') return ExitCode.OK;
+      const answer = r.responseStatus ? `answered ${r.responseStatus}` : `did not answer${failure ? ` (${failure})` : ''}`;
+      throw new CommandFailed('PING_FAILED', `webhook ${id}: the endpoint ${answer}`);
     },
   },
 ];

@@ -1,0 +1,34 @@
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { migrations } from '../../migrations';
+import { SnakeNamingStrategy } from '../../src/db/naming';
+import { withDatabase } from './global-setup';
+
+/** An empty database of this file's own, migrated by hand. */
+export async function emptyDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const server = process.env.HATCHERY_TEST_SERVER_URL!;
+  const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;
+  const admin = new Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return {
+    url: withDatabase(server, name),
+    async drop() {
+      const c = new Client({ connectionString: server });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** A data source running the first `upTo` migrations. */
+export const dataSource = (url: string, upTo: number) =>
+  new DataSource({
+    type: 'postgres',
+    url,
+    migrations: migrations.slice(0, upTo),
+    namingStrategy: new SnakeNamingStrategy(),
+    migrationsTransactionMode: 'each',
+  });
