@@ -11,7 +11,8 @@ import {
 } from '../../src/client/generated';
 import WebSocket from 'ws';
 import { LABELS } from '../../src/runtime/docker/docker.runtime';
-import { serviceName } from '../../src/runtime/docker/swarm.runtime';
+import { serviceName, SwarmRuntime } from '../../src/runtime/docker/swarm.runtime';
+import { randomUUID } from 'node:crypto';
 import { collect, gqlOk, rest, startGateway, TestGateway, waitForItem, wsClient } from '../support/gateway';
 import { makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { docker, dockerHere, ensureNodeImage, sourceArchive } from '../support/docker';
@@ -309,4 +310,34 @@ describeSwarm('swarm mode: eggs as Swarm services (HATCHERY_DOCKER_MODE=swarm)',
     expect((await rest(gateway.url, owner.token, 'DELETE', `/deployments/${id}`)).status).toBe(204);
     await until('the service to go', async () => (await serviceOf(slug, id)) === null);
   }, 120_000);
+
+  it('a runner stopped as it starts leaves no service: stop waits for the start before removing', async () => {
+    // The race CI met once: the runner's start looked for the service just after DELETE removed it,
+    // found none and created it again, with nobody left to remove it.
+    const runtime = new SwarmRuntime(d, { nodeImage: base, buildTimeoutMs: 60_000, healthTimeoutMs: 15_000 });
+    const image = (await serviceOf(slug, live)).Spec.TaskTemplate.ContainerSpec.Image as string;
+    for (let i = 0; i < 3; i++) {
+      const spec = { deploymentId: randomUUID(), slug, env: { VERSION: 'race' }, memoryMb: 128, sleeps: false };
+      const [repo, tag] = [`hatchery/${slug}`, spec.deploymentId.toLowerCase()];
+      await d.getImage(image).tag({ repo, tag });
+      await runtime.upsertService(spec);
+      let startEnded!: () => void;
+      const started = new Promise<void>((resolve) => (startEnded = resolve));
+      // A start that fails says so in the log: it ended too.
+      const egg = runtime.run(spec, (_type, message) => message.includes('lost track') && startEnded(), {
+        wake: () => Promise.resolve(null),
+        asleep: () => Promise.resolve(false),
+        lastActive: () => Promise.resolve(null),
+        // The last step of the runner's start.
+        lastLineAt: () => {
+          startEnded();
+          return Promise.resolve(null);
+        },
+      });
+      await egg.stop();
+      await started;
+      expect(await runtime.findService(spec.deploymentId)).toBeNull();
+      await d.getImage(`${repo}:${tag}`).remove();
+    }
+  }, 60_000);
 });

@@ -289,6 +289,12 @@ class WatchedService implements RunningEgg {
   /** Since when the egg runs (this runner started, or it woke): it is idle from then at the earliest. */
   private awakeSince = Date.now();
   private timers: NodeJS.Timeout[] = [];
+  /**
+   * Work under way that may create or scale the service (the start, a poll, an idle check). `stop`
+   * waits for it before removing the service: a start that found the service gone a moment after
+   * `stop` removed it would otherwise create it again, with nobody left to remove it.
+   */
+  private readonly busy = new Set<Promise<unknown>>();
 
   constructor(
     private readonly runtime: SwarmRuntime,
@@ -310,23 +316,43 @@ class WatchedService implements RunningEgg {
     return this.watching.signal.aborted;
   }
 
+  /** Runs `work` counted as under way (see `busy`). */
+  private async busily<T>(work: () => Promise<T>): Promise<T> {
+    const p = work();
+    const settled = p.catch(() => undefined);
+    this.busy.add(settled);
+    try {
+      return await p;
+    } finally {
+      this.busy.delete(settled);
+    }
+  }
+
   private async watch(): Promise<void> {
-    // Adopted as it is; brought to the deployment's memory and replicas (a restart: rolling,
-    // start-first); or created again if it is gone.
+    const stored = await this.busily(() => this.start());
+    if (this.stopped) return;
+    const skipNs = stored ? BigInt(stored.getTime()) * 1_000_000n + 999_999n : 0n;
+    this.every(2000, () => this.pollTasks(false));
+    if (this.opts.sleepAfterMs > 0) this.every(Math.min(5000, Math.max(100, this.opts.sleepAfterMs / 4)), () => this.checkIdle());
+    await this.follow(stored ? Math.floor(stored.getTime() / 1000) : 0, skipNs);
+  }
+
+  /**
+   * Adopts the service as it is; brings it to the deployment's memory and replicas (a restart:
+   * rolling, start-first); or creates it again if it is gone. Returns when the newest stored line is.
+   */
+  private async start(): Promise<Date | null> {
+    if (this.stopped) return null;
     const found = await this.runtime.findService(this.spec.deploymentId);
     const asleep = this.asleep && found !== null && replicasOfService(found) === 0;
-    if (!asleep) {
+    if (!asleep && !this.stopped) {
       this.asleep = false;
       const changed = await this.runtime.upsertService(this.spec, { force: this.spec.restarting === true });
       if (changed && found) this.log('runtime', `==> Rolling ${this.spec.slug} onto ${this.spec.memoryMb} MB × ${this.replicas}, new tasks first`);
     }
     // What ended before this runner looked is not news.
     await this.pollTasks(true);
-    const stored = await this.hooks.lastLineAt();
-    const skipNs = stored ? BigInt(stored.getTime()) * 1_000_000n + 999_999n : 0n;
-    this.every(2000, () => this.pollTasks(false));
-    if (this.opts.sleepAfterMs > 0) this.every(Math.min(5000, Math.max(100, this.opts.sleepAfterMs / 4)), () => this.checkIdle());
-    await this.follow(stored ? Math.floor(stored.getTime() / 1000) : 0, skipNs);
+    return this.hooks.lastLineAt();
   }
 
   /** Follows the service's logs (again if the stream ends), lines at or before `skipNs` already stored. */
@@ -342,14 +368,14 @@ class WatchedService implements RunningEgg {
         since,
         abortSignal: this.watching.signal,
       } as Docker.ContainerLogsOptions);
-      await demuxLines(this.docker, stream, (raw) => {
+      await demuxLines(this.docker, stream, (raw, from) => {
         const line = parseServiceLine(raw);
         if (line.ns !== undefined) {
           if (line.ns <= skipNs) return;
           if (line.ns > newest) newest = line.ns;
         }
         const slot = line.task ? this.slots.get(line.task) : undefined;
-        this.log('runtime', this.replicas > 1 && slot !== undefined ? `[replica ${slot}] ${line.message}` : line.message, line.at);
+        this.log('runtime', this.replicas > 1 && slot !== undefined ? `[replica ${slot}] ${line.message}` : line.message, line.at, from);
       });
       if (this.stopped) return;
       // The stream ended (the Engine restarted it): again from the newest line, later ones only.
@@ -396,7 +422,7 @@ class WatchedService implements RunningEgg {
   }
 
   private every(ms: number, work: () => Promise<void>): void {
-    const timer = setInterval(() => void work().catch((err: unknown) => !this.stopped && this.log('runtime', `==> ${engineError(err)}`)), ms);
+    const timer = setInterval(() => void this.busily(work).catch((err: unknown) => !this.stopped && this.log('runtime', `==> ${engineError(err)}`)), ms);
     timer.unref();
     this.timers.push(timer);
   }
@@ -412,6 +438,7 @@ class WatchedService implements RunningEgg {
     // A restart keeps the service: the next runner rolls it onto the new memory and replicas.
     if (opts.restarting) return;
     const remove = async () => {
+      await Promise.all(this.busy);
       const found = await this.runtime.findService(this.spec.deploymentId).catch(() => null);
       if (found)
         await this.docker
