@@ -12,6 +12,7 @@ import { contextFactory } from './graphql/build-context';
 import { createPubSub } from './bus/pubsub';
 import { GatewayPubSub, topicCodecs, Topics } from './modules';
 import { EventBus } from './bus/event-bus';
+import { AccessEvent } from './modules/accounts/access.topics';
 import { expandStoredAppLines, expandStoredLines } from './modules/deployments/log-writer';
 import { PgTransport } from './bus/pg-transport';
 import { RedisTransport } from './bus/redis-transport';
@@ -218,7 +219,11 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         metrics,
         leaseMs: config.leaseMs,
         gatewayId: bus.origin,
+        // Kept only while events from the other gateways arrive (their revocations among them).
+        tokenCache: { ms: config.tokenCacheMs, usable: () => bus.connected },
       });
+      const tokens = services.accounts;
+      bus.addEventListener('ACCESS', (e) => tokens.forget((e as CustomEvent<AccessEvent>).detail));
       const schema = buildGatewaySchema(pubsub);
       const db = ds;
       const accounts = services.accounts;

@@ -45,6 +45,8 @@ export interface Config {
   logRetentionDays: number;
   /** Events one subscriber may fall behind by before its stream ends with LIMIT_EXCEEDED. */
   subscriptionMaxPending: number;
+  /** How long an authenticated token's lookup is kept (0: every request reads it); see TokenCacheOptions. */
+  tokenCacheMs: number;
   /** Count caps, each a 422 limit_exceeded when reached. */
   limits: {
     /** Live (neither revoked nor expired) API tokens per account, the first one included. */
@@ -214,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cronTickMs: int(env, 'HATCHERY_CRON_TICK_MS', 1000, 0, 60_000),
     logRetentionDays: int(env, 'HATCHERY_LOG_RETENTION_DAYS', 30, 0, 36_500),
     subscriptionMaxPending: int(env, 'HATCHERY_SUBSCRIPTION_MAX_PENDING', 10_000, 10, 1_000_000),
+    tokenCacheMs: int(env, 'HATCHERY_TOKEN_CACHE_MS', 250, 0, 1000),
     limits: {
       tokensPerAccount: int(env, 'HATCHERY_MAX_TOKENS_PER_ACCOUNT', 50, 1, 100_000),
       eggsPerAccount: int(env, 'HATCHERY_MAX_EGGS_PER_ACCOUNT', 100, 1, 100_000),

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { Clock } from './clock';
 import { GatewayPubSub } from './modules/topics';
-import { AccountsService } from './modules/accounts/accounts.service';
+import { AccountsService, TokenCacheOptions } from './modules/accounts/accounts.service';
 import { AccessEvent } from './modules/accounts/access.topics';
 import { AppsService } from './modules/apps/apps.service';
 import { DeploymentsService } from './modules/deployments/deployments.service';
@@ -62,11 +62,13 @@ export interface ServiceDeps {
   leaseMs?: number;
   /** This gateway's identity, shared by the event bus and the runner leases. */
   gatewayId?: string;
+  /** Authenticated tokens kept for a moment; default: none kept. */
+  tokenCache?: TokenCacheOptions;
 }
 
 export function createServices(deps: ServiceDeps): Services {
   const announce = (event: AccessEvent) => void deps.pubsub.publish('ACCESS', event);
-  const accounts = new AccountsService(deps.ds, deps.clock, deps.limits, announce);
+  const accounts = new AccountsService(deps.ds, deps.clock, deps.limits, announce, deps.tokenCache);
   const apps = new AppsService(deps.ds, deps.clock, accounts, deps.appsDomain, deps.limits, announce);
   const volumes = new VolumesService(deps.ds, deps.clock, apps, deps.runtime);
   const guard = new AddressGuard(deps.webhooks.allowHosts);

@@ -6,8 +6,11 @@ import { Context } from './context';
 import { createLoaders } from './loaders';
 
 export interface ContextFactory {
-  /** A context for the bearer credentials of a request or connection; throws Unauthenticated. */
-  authenticate(authorization: unknown, requestId: string): Promise<Context>;
+  /**
+   * A context for the bearer credentials of a request or connection; throws Unauthenticated.
+   * `fresh`: the token is read from storage, never from the token cache.
+   */
+  authenticate(authorization: unknown, requestId: string, opts?: { fresh?: boolean }): Promise<Context>;
   /** The same caller with fresh loaders, for each operation on a long-lived connection. */
   renew(ctx: Context): Context;
 }
@@ -28,10 +31,10 @@ export function connectionAuthorization(params: Record<string, unknown> | undefi
 export function contextFactory(deps: { services: Services; ds: DataSource; clock: Clock }): ContextFactory {
   return {
     renew: (ctx) => ({ ...ctx, loaders: createLoaders(deps.ds) }),
-    authenticate: async (authorization, requestId) => {
+    authenticate: async (authorization, requestId, opts) => {
       const token = credentialOf(authorization);
       if (token === null) throw new Unauthenticated(authorization ? 'The Authorization header must be "Bearer <token>"' : 'Missing bearer token');
-      const auth = await deps.services.accounts.authenticate(token);
+      const auth = await deps.services.accounts.authenticate(token, opts);
       if (!auth) throw new Unauthenticated('The token is unknown, expired or revoked');
       return {
         services: deps.services,

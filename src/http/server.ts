@@ -266,7 +266,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   /** Authenticates the connection's credentials as they stand now; on failure the connection closes. */
   const authorize = async (ctx: { connectionParams?: Record<string, unknown> | undefined; extra: { socket: WebSocket } }, requestId: string) => {
     try {
-      const context = await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId);
+      // Read fresh, not kept: a graphql-ws operation runs as the token stands in storage now.
+      const context = await deps.buildContext.authenticate(connectionAuthorization(ctx.connectionParams), requestId, { fresh: true });
       contexts.set(ctx.extra, context);
       sessions.track(ctx.extra.socket, context.actor.tokenId, context.tokenExpiresAt);
       // The account's budget, whichever token: connection_init and each operation count once.

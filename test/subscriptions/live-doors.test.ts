@@ -10,7 +10,7 @@ import {
   RevokeApiTokenDocument,
   ViewerDocument,
 } from '../../src/client/generated';
-import { collect, Collected, gqlOk, startGateway, TestGateway } from '../support/gateway';
+import { collect, Collected, gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { startPair, Pair } from '../scale-out/helpers';
 import { ShiftedClock } from '../crons/helpers';
@@ -214,9 +214,30 @@ describe('an egg the subscriber can no longer see ends their streams on it', () 
 describe('on every gateway (the events travel on the bus)', () => {
   let p: Pair;
   beforeAll(async () => {
-    p = await startPair({ HATCHERY_SIM_BUILD_MS: '60000' });
+    // Tokens kept as long as a gateway may keep them: a revocation must still end them at once.
+    p = await startPair({ HATCHERY_SIM_BUILD_MS: '60000', HATCHERY_TOKEN_CACHE_MS: '1000' });
   });
   afterAll(() => p.stop());
+
+  it('a token revoked on one gateway is refused over HTTP by the other as soon as the event reaches it, though it kept the token', async () => {
+    const user = await makeUser(p.a);
+    const second = await secondToken(p.aUrl, user);
+    expect((await rest(p.bUrl, second.token, 'GET', '/deployments')).status).toBe(200);
+    // B's own listener (the token cache's) was added at its start, so it has run when this one runs.
+    const heard = new Promise<void>((resolve) => {
+      const target = p.b.pubsub.target;
+      const listener = (e: Event) => {
+        const event = (e as CustomEvent<{ kind: string; tokenId?: string }>).detail;
+        if (event.kind !== 'token-revoked' || event.tokenId !== second.id) return;
+        target.removeEventListener('ACCESS', listener);
+        resolve();
+      };
+      target.addEventListener('ACCESS', listener);
+    });
+    await gqlOk(p.aUrl, user.token, RevokeApiTokenDocument, { id: second.id });
+    await heard;
+    expect((await rest(p.bUrl, second.token, 'GET', '/deployments')).status).toBe(401);
+  });
 
   it('a token revoked on one gateway closes its connection on the other within a second', async () => {
     const user = await makeUser(p.a);

@@ -16,6 +16,30 @@ const MAX_TOKEN_DAYS = 3650;
 /** last_used_at is written at most this often per token, so reads stay reads. */
 const LAST_USED_GRANULARITY_MS = 60_000;
 
+/** A token's lookup, kept for a moment (see TokenCacheOptions). */
+interface CachedAuth {
+  user: User;
+  tokenId: string;
+  tokenExpiresAt: Date | null;
+  lastUsedAt: Date | null;
+  /** performance.now() when it was read from the database. */
+  readAt: number;
+}
+
+/**
+ * Authenticated tokens, kept `ms` (0: not kept) so that a burst of requests on one token reads it
+ * once. A revocation drops it at once on the gateway that revoked it and, through the bus, on the
+ * others; when the bus is down (`usable` false) nothing is kept, and what was kept meanwhile is
+ * forgotten when it is back (`resync`). So a token revoked elsewhere while events are cut still
+ * stops working within `ms`, as open graphql-ws connections do (their sweep).
+ */
+export interface TokenCacheOptions {
+  ms: number;
+  usable: () => boolean;
+  /** Tokens kept at most; the oldest go first. */
+  max?: number;
+}
+
 export interface CreatedToken {
   token: string;
   apiToken: ApiToken;
@@ -38,7 +62,21 @@ export class AccountsService {
     private readonly clock: Clock,
     private readonly limits: AccountLimits,
     private readonly announce: AccessPublisher = () => undefined,
+    private readonly tokenCache: TokenCacheOptions = { ms: 0, usable: () => false },
   ) {}
+
+  /** By token hash, oldest read first. */
+  private readonly cached = new Map<string, CachedAuth>();
+  /** Counts forget() calls: a lookup read before one is not kept (what it read may be revoked by now). */
+  private forgets = 0;
+
+  /** What the bus says of access (token-revoked, resync), for the token cache. */
+  forget(event: AccessEvent): void {
+    this.forgets++;
+    if (event.kind === 'resync') this.cached.clear();
+    if (event.kind !== 'token-revoked') return;
+    for (const [hash, auth] of this.cached) if (auth.tokenId === event.tokenId) this.cached.delete(hash);
+  }
 
   /**
    * Locks the account's row until the transaction ends: per-account caps (tokens, eggs) are
@@ -77,24 +115,54 @@ export class AccountsService {
     return this.ds.getRepository(User).findOneBy({ email: this.normaliseEmail(email) });
   }
 
-  /** Resolves a bearer token to its user, or null for a missing, unknown, expired or revoked one. */
-  async authenticate(token: string | null): Promise<{ user: User; tokenId: string; tokenExpiresAt: Date | null } | null> {
+  /**
+   * Resolves a bearer token to its user, or null for a missing, unknown, expired or revoked one.
+   * `fresh`: read from storage even when the token is kept (see TokenCacheOptions).
+   */
+  async authenticate(token: string | null, opts: { fresh?: boolean } = {}): Promise<{ user: User; tokenId: string; tokenExpiresAt: Date | null } | null> {
     if (!token || !token.startsWith('hatch_') || token.length > 200) return null;
-    // Every request runs this: one plain statement, without TypeORM's query building and mapping
-    // (a third of a list request's ORM time in the bench profile).
+    const hash = hashToken(token);
+    const auth = (opts.fresh ? null : this.keptAuth(hash)) ?? (await this.readAuth(hash));
+    const now = this.clock.now();
+    if (!auth || (auth.tokenExpiresAt && auth.tokenExpiresAt <= now)) return null;
+    if (!auth.lastUsedAt || now.getTime() - auth.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
+      await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [auth.tokenId, now]);
+      auth.lastUsedAt = now;
+    }
+    return { user: auth.user, tokenId: auth.tokenId, tokenExpiresAt: auth.tokenExpiresAt };
+  }
+
+  private keptAuth(hash: string): CachedAuth | null {
+    const auth = this.cached.get(hash);
+    if (!auth) return null;
+    if (this.tokenCache.usable() && performance.now() - auth.readAt < this.tokenCache.ms) return auth;
+    this.cached.delete(hash);
+    return null;
+  }
+
+  private async readAuth(hash: string): Promise<CachedAuth | null> {
+    // Every request without a kept lookup runs this: one plain statement, without TypeORM's query
+    // building and mapping (a third of a list request's ORM time in the bench profile).
     const users = entityRows(this.ds, User, 'u');
+    const readAt = performance.now();
+    const forgets = this.forgets;
     const [row]: Array<Record<string, unknown> & { token_id: string; token_expires_at: Date | null; token_last_used_at: Date | null }> = await this.ds.query(
       `SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, ${users.select}
          FROM api_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
-      [hashToken(token)],
+      [hash],
     );
-    const now = this.clock.now();
-    if (!row || (row.token_expires_at && row.token_expires_at <= now)) return null;
-    if (!row.token_last_used_at || now.getTime() - row.token_last_used_at.getTime() >= LAST_USED_GRANULARITY_MS) {
-      await this.ds.query('UPDATE api_tokens SET last_used_at = $2 WHERE id = $1', [row.token_id, now]);
+    if (!row) {
+      this.cached.delete(hash);
+      return null;
     }
-    return { user: users.map(row), tokenId: row.token_id, tokenExpiresAt: row.token_expires_at };
+    const auth = { user: users.map(row), tokenId: row.token_id, tokenExpiresAt: row.token_expires_at, lastUsedAt: row.token_last_used_at, readAt };
+    // Kept only if the bus is up now: then a revocation made after the read reaches forget().
+    if (this.tokenCache.ms > 0 && this.tokenCache.usable() && forgets === this.forgets) {
+      if (this.cached.size >= (this.tokenCache.max ?? 10_000)) this.cached.delete(this.cached.keys().next().value!);
+      this.cached.set(hash, auth);
+    }
+    return auth;
   }
 
   /** Which of these tokens still work (neither revoked nor expired). */

@@ -33,7 +33,8 @@ export class DeploymentsResolver {
 
   @Query(() => DeploymentConnection, { description: 'Deployments of the eggs the caller can see, newest first.' })
   deployments(@Ctx() ctx: Context, @Args(() => DeploymentsArgs) args: DeploymentsArgs) {
-    return ctx.services.deployments.list(ctx.actor, args);
+    // Their eggs come in the same statement: `app` and `canRollback` then need no other.
+    return ctx.services.deployments.list(ctx.actor, args, (app) => ctx.loaders.appById.prime(app.id, app));
   }
 
   @Mutation(() => Deployment, { description: 'Starts a deployment; it is BUILDING, then LIVE or FAILED.' })

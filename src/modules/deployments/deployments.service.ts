@@ -390,7 +390,8 @@ export class DeploymentsService {
     return d;
   }
 
-  async list(actor: Actor, args: DeploymentListArgs & { project?: string | null }): Promise<Page<Deployment>> {
+  /** `withApp`, when given, is handed each listed deployment's egg, read in the same statement (a loader primes itself with them). */
+  async list(actor: Actor, args: DeploymentListArgs & { project?: string | null }, withApp?: (app: App) => void): Promise<Page<Deployment>> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (args.project !== null && args.project !== undefined) {
@@ -399,7 +400,8 @@ export class DeploymentsService {
       where.push(`d.app_id IN ${visibleAppIds(`$${params.push(actor.user.id)}`)}`);
     }
     if (args.status) where.push(`d.status = $${params.push(args.status)}`);
-    return pageByIdDescSql(this.ds, entityRows(this.ds, Deployment, 'd'), 'dep', { from: 'deployments d', where, params }, args);
+    const joined = withApp ? { rows: entityRows(this.ds, App, 'ja', 'ja__'), join: 'JOIN apps ja ON ja.id = d.app_id', each: withApp } : null;
+    return pageByIdDescSql(this.ds, entityRows(this.ds, Deployment, 'd'), 'dep', { from: 'deployments d', where, params, joined }, args);
   }
 
   /** Deletes a deployment with its logs; the egg's main URL falls back to the newest live one left. */

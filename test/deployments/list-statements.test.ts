@@ -1,0 +1,61 @@
+import { parse } from 'graphql';
+import { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
+import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
+import { forTheRequest, StatementLog } from '../support/statements';
+
+const ListWithEggs = parse(`
+  query ListWithEggs { deployments(first: 20) { nodes { id status canRollback app { slug } } } }
+`) as TypedDocumentNode<{ deployments: { nodes: Array<{ id: string; status: string; canRollback: boolean; app: { slug: string } }> } }>;
+
+/** The token's own statements (a lookup, now and then last_used_at), which the token cache may or may not save. */
+const TOKEN = /\bapi_tokens\b/;
+
+/**
+ * The hottest list reads its deployments' eggs in the same statement as the deployments (issue 17:
+ * fewer statements per request): `app` and `canRollback` need no statement of their own.
+ */
+describe('the deployments list: one statement, eggs included', () => {
+  let t: TestGateway;
+  let owner: TestUser;
+  const sql = new StatementLog();
+  const expected = new Map<string, { slug: string; canRollback: boolean }>();
+
+  beforeAll(async () => {
+    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '600000' }, { db: { onQuery: sql.onQuery } });
+    owner = await makeUser(t.gateway);
+    for (let e = 0; e < 3; e++) {
+      const { slug } = await makeApp(t.url, owner);
+      // Two live deployments: the older one can be rolled back to, the current one not; then one building.
+      const older = (await deploy(t.url, owner, slug)).id;
+      await t.gateway.services.deployments.finishBuild(older, { ok: true });
+      const current = (await deploy(t.url, owner, slug)).id;
+      await t.gateway.services.deployments.finishBuild(current, { ok: true });
+      const building = (await deploy(t.url, owner, slug)).id;
+      expected.set(older, { slug, canRollback: true });
+      expected.set(current, { slug, canRollback: false });
+      expected.set(building, { slug, canRollback: false });
+    }
+    await t.gateway.services.deployments.supervisor.resumeRunning();
+  });
+  afterAll(() => t.stop());
+
+  const served = (statements: string[]) => forTheRequest(statements).filter((s) => !TOKEN.test(s));
+
+  it('GraphQL: deployments with their egg and canRollback, in one statement', async () => {
+    const { result, statements } = await sql.during(() => gqlOk(t.url, owner.token, ListWithEggs, {}));
+    expect(result.deployments.nodes).toHaveLength(expected.size);
+    for (const n of result.deployments.nodes) expect({ slug: n.app.slug, canRollback: n.canRollback }).toEqual(expected.get(n.id));
+    expect(served(statements)).toHaveLength(1);
+    expect(served(statements)[0]).toMatch(/\bJOIN apps\b/);
+  });
+
+  it('REST: GET /deployments in one statement, each with its egg', async () => {
+    const { result, statements } = await sql.during(() => rest(t.url, owner.token, 'GET', '/deployments?limit=20'));
+    expect(result.status).toBe(200);
+    const body = result.body as { data: Array<{ id: string; project: string }> };
+    expect(body.data).toHaveLength(expected.size);
+    for (const d of body.data) expect(d.project).toBe(expected.get(d.id)!.slug);
+    expect(served(statements)).toHaveLength(1);
+  });
+});
