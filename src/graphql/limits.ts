@@ -38,6 +38,8 @@ export interface OperationLimits {
 
 /** Items in any list argument or list variable. Page sizes (`first`) are capped by their fields. */
 export const MAX_LIST_ITEMS = 100;
+/** Variables longer than this (as JSON) have their operation's cost worked out every time, not remembered. */
+const MAX_CACHED_VARIABLES = 1024;
 
 /** Which limit an operation broke, in `extensions.limit`. */
 export type LimitName = 'depth' | 'cost' | 'aliases' | 'directives' | 'tokens' | 'list';
@@ -165,6 +167,8 @@ export class OperationGuard {
   /** The validation rules of the static limits, also given to Apollo. */
   readonly rules: ValidationRule[];
   private readonly cache = new Map<string, { document: DocumentNode | null; errors: GraphQLError[] }>();
+  /** Costs already worked out, per document (cached above) and variables: a cost depends on nothing else. */
+  private readonly costs = new WeakMap<DocumentNode, Map<string, number | null>>();
 
   constructor(
     private readonly schema: GraphQLSchema,
@@ -234,6 +238,24 @@ export class OperationGuard {
     }
   }
 
+  /**
+   * `cost`, remembered for the document's last 100 sets of small variables: a client repeating an
+   * operation (a list, a page) is not walked again. Profiled at about 5% of a list request.
+   */
+  private rememberedCost(document: DocumentNode, variables: Record<string, unknown>, operationName: string | null | undefined, worstCase: boolean) {
+    const key = `${worstCase ? 1 : 0}:${operationName ?? ''}:${JSON.stringify(variables)}`;
+    if (key.length > MAX_CACHED_VARIABLES) return this.cost(document, variables, operationName, worstCase);
+    let known = this.costs.get(document);
+    if (!known) this.costs.set(document, (known = new Map()));
+    if (known.has(key)) return known.get(key)!;
+    const cost = this.cost(document, variables, operationName, worstCase);
+    // A refusal is made afresh each time (its error object is the request's own).
+    if (cost instanceof GraphQLError) return cost;
+    if (known.size >= 100) known.delete(known.keys().next().value!);
+    known.set(key, cost);
+    return cost;
+  }
+
   private tooManyNodes(): GraphQLError {
     return limitError(
       'cost',
@@ -251,7 +273,7 @@ export class OperationGuard {
       const long = longList(value, name);
       if (long) return [limitError('list', `$${long.path} holds ${long.length} items; the limit is ${MAX_LIST_ITEMS}.`, MAX_LIST_ITEMS, long.length)];
     }
-    const cost = this.cost(document, variables, request.operationName, worstCase);
+    const cost = this.rememberedCost(document, variables, request.operationName, worstCase);
     if (cost instanceof GraphQLError) return [cost];
     if (cost !== null && cost > this.limits.maxCost) {
       return [limitError('cost', `Cost limit of ${this.limits.maxCost} exceeded, found ${cost}.`, this.limits.maxCost, cost)];

@@ -5,5 +5,6 @@ import { GraphQLDateTime, GraphQLDateTimeISO } from 'graphql-scalars';
 export const DateTimeScalar = new GraphQLScalarType({
   ...GraphQLDateTime.toConfig(),
   description: 'A date-time: RFC 3339 on input; ISO 8601 UTC with milliseconds on output.',
-  serialize: (value) => GraphQLDateTimeISO.serialize(value),
+  // A valid Date (every one the resolvers give) straight to its ISO form; anything else checked.
+  serialize: (value) => (value instanceof Date && !Number.isNaN(value.getTime()) ? value.toISOString() : GraphQLDateTimeISO.serialize(value)),
 });

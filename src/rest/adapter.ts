@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { downloadLines, NDJSON, wantsNdjson } from './download';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DocumentNode, execute, Kind, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
+import { DocumentNode, Kind, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse, typeFromAST, validate, GraphQLInputType } from 'graphql';
 import { FieldError } from '../errors';
 import { Context } from '../graphql/context';
 import { formatError, isErrorCode } from '../graphql/errors';
@@ -10,6 +10,7 @@ import { sendProblem } from '../http/problems';
 import { Logger } from '../log';
 import { API_RELEASES, ApiRelease, LATEST_RELEASE, presentResponse, RestRequest, Route, routes } from './routes';
 import { checkInput, RestFieldError } from './validate';
+import { JitExecutor } from '../graphql/jit';
 
 interface Prepared {
   route: Route;
@@ -68,6 +69,8 @@ export function guardRoute(authenticate: Authenticate) {
 export function registerRest(app: FastifyInstance, deps: { schema: GraphQLSchema; log: Logger; authenticate: Authenticate }): void {
   const contexts = new WeakMap<FastifyRequest, Context>();
   const guard = guardRoute(deps.authenticate);
+  // Each route's operation compiled once (graphql-jit); its variables were checked by then (checkInput).
+  const jit = new JitExecutor(deps.schema);
 
   for (const { route, document, variableTypes } of prepareRoutes(deps.schema)) {
     const guarded = guard(route);
@@ -110,7 +113,7 @@ export function registerRest(app: FastifyInstance, deps: { schema: GraphQLSchema
 
         const download = route.download && wantsNdjson(req.headers.accept);
         if (download && variables.limit === undefined) variables.limit = route.download!.page;
-        const run = (vars: Record<string, unknown>) => execute({ schema: deps.schema, document, variableValues: vars, contextValue: contexts.get(req) });
+        const run = (vars: Record<string, unknown>) => jit.run(document, { contextValue: contexts.get(req), variableValues: vars });
         const result = await run(variables);
         if (result.errors?.length) return sendGraphQLError(reply, route, result.errors[0], deps.log);
         const data = result.data as Record<string, unknown>;

@@ -48,8 +48,7 @@ describe('refused operations cost nothing downstream (default limits)', () => {
   let lookups: jest.SpyInstance;
 
   beforeAll(async () => {
-    // Every request reads its token (no token cache): the recorders see a running request's SQL.
-    t = await startGateway({ HATCHERY_TOKEN_CACHE_MS: '0' }, { db: { onQuery: (sql) => statements.push(sql) } });
+    t = await startGateway({}, { db: { onQuery: (sql) => statements.push(sql) } });
     user = await makeUser(t.gateway);
     slug = (await makeApp(t.url, user)).slug;
     lookups = jest.spyOn(t.gateway.services.accounts, 'authenticate');

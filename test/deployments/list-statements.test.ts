@@ -22,7 +22,8 @@ describe('the deployments list: one statement, eggs included', () => {
   const expected = new Map<string, { slug: string; canRollback: boolean }>();
 
   beforeAll(async () => {
-    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '600000' }, { db: { onQuery: sql.onQuery } });
+    // With the gateways' default token cache: what a list costs in production.
+    t = await startGateway({ HATCHERY_SIM_BUILD_MS: '600000', HATCHERY_TOKEN_CACHE_MS: '250' }, { db: { onQuery: sql.onQuery } });
     owner = await makeUser(t.gateway);
     for (let e = 0; e < 3; e++) {
       const { slug } = await makeApp(t.url, owner);

@@ -37,6 +37,10 @@ export async function startGateway(env: Record<string, string> = {}, opts: Build
     // The log drain shipper claims drains every second: a statement no request ran, which tests
     // counting a request's statements would see. test/drains turns it on.
     HATCHERY_LOG_DRAIN_WORKER: 'off',
+    // Every request reads its token, so tests counting a request's statements count the same
+    // whatever the time between requests. test/accounts/token-cache and the tests that set it
+    // (test/subscriptions/live-doors, test/deployments/list-statements) cover the cache.
+    HATCHERY_TOKEN_CACHE_MS: '0',
     ...env,
     DATABASE_URL: db.url,
   });

@@ -1,0 +1,64 @@
+import { execute, GraphQLError, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql';
+import { JitExecutor } from '../../src/graphql/jit';
+
+/** The REST table's executor (src/graphql/jit.ts): graphql-jit where it can, graphql-js's own answers where a request is wrong. */
+describe('JitExecutor', () => {
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({
+      name: 'Query',
+      fields: {
+        echo: {
+          type: GraphQLString,
+          args: { times: { type: new GraphQLNonNull(GraphQLInt) }, word: { type: GraphQLString } },
+          resolve: (_root, args: { times: number; word?: string }, ctx: { who: string }) => `${ctx.who}:${(args.word ?? 'egg').repeat(args.times)}`,
+        },
+        broken: {
+          type: GraphQLString,
+          resolve: () => {
+            throw new Error('resolver failed');
+          },
+        },
+      },
+    }),
+  });
+  const jit = new JitExecutor(schema);
+  const both = async (source: string, variableValues: Record<string, unknown>, operationName?: string) => {
+    const document = parse(source);
+    const contextValue = { who: 'me' };
+    return {
+      jit: JSON.parse(JSON.stringify(await jit.run(document, { contextValue, variableValues, operationName }))),
+      js: JSON.parse(JSON.stringify(await execute({ schema, document, contextValue, variableValues, operationName }))),
+    };
+  };
+
+  it('answers as graphql-js does, with the context and variables given', async () => {
+    const r = await both('query Q($n: Int!) { echo(times: $n, word: "ab") }', { n: 3 });
+    expect(r.jit).toEqual({ data: { echo: 'me:ababab' } });
+    expect(r.jit).toEqual(r.js);
+  });
+
+  it('variables that do not coerce get graphql-js’s errors, word for word', async () => {
+    for (const variables of [{ n: 'three' }, {}, { n: 1.5 }]) {
+      const r = await both('query Q($n: Int!) { echo(times: $n) }', variables);
+      expect(r.jit.errors?.[0]?.message).toMatch(/Variable "\$n"/);
+      expect(r.jit).toEqual(r.js);
+    }
+  });
+
+  it('a document with two operations and no name is graphql-js’s error; with a name, that one runs', async () => {
+    const source = 'query A { echo(times: 1) } query B { echo(times: 2) }';
+    const unnamed = await both(source, {});
+    expect(unnamed.jit).toEqual(unnamed.js);
+    expect(unnamed.jit.errors).toHaveLength(1);
+    expect((await both(source, {}, 'B')).jit).toEqual({ data: { echo: 'me:eggegg' } });
+  });
+
+  it('a resolver’s error keeps its original error, for the error mapping', async () => {
+    const result = await jit.run(parse('{ broken echo(times: 1) }'), { contextValue: { who: 'me' } });
+    expect(result.data).toEqual({ broken: null, echo: 'me:egg' });
+    const [error] = result.errors as GraphQLError[];
+    expect(error.message).toBe('resolver failed');
+    expect(error.path).toEqual(['broken']);
+    expect(error.originalError?.message).toBe('resolver failed');
+  });
+});
