@@ -23,7 +23,7 @@ export class JitExecutor {
 
   private compile(document: DocumentNode, operationName: string | null | undefined): Compiled {
     let byName = this.compiled.get(document);
-    if (!byName) this.compiled.set(document, (byName = new Map()));
+    if (!byName) this.compiled.set(document, (byName = new Map<string, Compiled>()));
     const name = operationName ?? '';
     let compiled = byName.get(name);
     if (compiled === undefined) {
@@ -41,7 +41,7 @@ export class JitExecutor {
     const compiled = this.compile(document, args.operationName);
     const operation = compiled ? getOperationAST(document, args.operationName ?? undefined) : null;
     if (compiled && operation && !getVariableValues(this.schema, operation.variableDefinitions ?? [], variableValues).errors) {
-      return compiled.query(undefined, args.contextValue, variableValues) as ExecutionResult | Promise<ExecutionResult>;
+      return compiled.query(undefined, args.contextValue, variableValues);
     }
     return execute({ schema: this.schema, document, contextValue: args.contextValue, variableValues, operationName: args.operationName });
   }

@@ -246,7 +246,7 @@ export class OperationGuard {
     const key = `${worstCase ? 1 : 0}:${operationName ?? ''}:${JSON.stringify(variables)}`;
     if (key.length > MAX_CACHED_VARIABLES) return this.cost(document, variables, operationName, worstCase);
     let known = this.costs.get(document);
-    if (!known) this.costs.set(document, (known = new Map()));
+    if (!known) this.costs.set(document, (known = new Map<string, number | null>()));
     if (known.has(key)) return known.get(key)!;
     const cost = this.cost(document, variables, operationName, worstCase);
     // A refusal is made afresh each time (its error object is the request's own).
