@@ -26,6 +26,24 @@ export interface GuardedClientConfig extends ClientConfig {
  * pg's own `query_timeout` is not used for the second part: it fails the statement but keeps the
  * connection, whose next statement then waits behind the unanswered one.
  */
+/**
+ * A statement whose text starts with this comment runs as a named prepared statement: parsed and
+ * planned once per connection, then only bound and executed. For the few statements every
+ * request runs (see `prepared`); the comment stays in the text, so logs show which ones.
+ */
+export const PREPARED = '/* prepared */ ';
+
+/** `sql` marked to run as a prepared statement (its text must not vary with the request's values). */
+export const prepared = (sql: string): string => PREPARED + sql;
+
+/** Statement names by text: a handful of texts, each named once. */
+const names = new Map<string, string>();
+const nameOf = (text: string): string => {
+  let name = names.get(text);
+  if (!name) names.set(text, (name = `hatchery_${names.size + 1}`));
+  return name;
+};
+
 export class GuardedClient extends Client {
   private readonly replyTimeoutMs: number;
 
@@ -37,6 +55,10 @@ export class GuardedClient extends Client {
 
   // Every overload of Client.query goes through here; only the promise form is timed (TypeORM's).
   override query(...args: unknown[]): never {
+    if (typeof args[0] === 'string' && args[0].startsWith(PREPARED)) {
+      const [text, values, ...rest] = args as [string, unknown[] | undefined, ...unknown[]];
+      args = [{ name: nameOf(text), text, values }, ...rest];
+    }
     const result = (Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args);
     if (this.replyTimeoutMs > 0 && result instanceof Promise) {
       const timer = setTimeout(() => this.giveUp(), this.replyTimeoutMs).unref(); // the statement, not this timer, keeps the process busy

@@ -2,6 +2,7 @@ import { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ValidationFailed } from '../errors';
 import { IdPrefix, isId } from '../ids';
 import { EntityRows } from './rows';
+import { prepared } from './guarded-client';
 
 /**
  * Forward paging over lists, newest first, with opaque cursors: what services return, whatever
@@ -112,10 +113,11 @@ export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, 
   const where = [...query.where];
   if (after) where.push(`${rows.alias}.id < $${params.push(after)}`);
   const joined = query.joined;
-  const sql = `SELECT ${rows.select}${joined ? `, ${joined.rows.select}` : ''} FROM ${query.from}${joined ? ` ${joined.join}` : ''}${
+  // Prepared: the text varies with which filters are set, not with their values or the limit.
+  const sql = prepared(`SELECT ${rows.select}${joined ? `, ${joined.rows.select}` : ''} FROM ${query.from}${joined ? ` ${joined.join}` : ''}${
     where.length ? ` WHERE ${where.join(' AND ')}` : ''
   }
-    ORDER BY ${rows.alias}.id DESC LIMIT ${limit + 1}`;
+    ORDER BY ${rows.alias}.id DESC LIMIT $${params.push(limit + 1)}`);
   const found: Array<Record<string, unknown>> = await ds.query(sql, params);
   return toPage(
     found.map((row) => {

@@ -49,6 +49,8 @@ describe('the deployments list: one statement, eggs included', () => {
     for (const n of result.deployments.nodes) expect({ slug: n.app.slug, canRollback: n.canRollback }).toEqual(expected.get(n.id));
     expect(served(statements)).toHaveLength(1);
     expect(served(statements)[0]).toMatch(/\bJOIN apps\b/);
+    // A named prepared statement: parsed and planned once per connection.
+    expect(served(statements)[0]).toMatch(/^\/\* prepared \*\//);
   });
 
   it('REST: GET /deployments in one statement, each with its egg', async () => {

@@ -9,6 +9,7 @@ import { pgCode } from '../../db/transaction';
 import { ApiToken } from './api-token.entity';
 import { User } from './user.entity';
 import { entityRows } from '../../db/rows';
+import { prepared } from '../../db/guarded-client';
 import { AccessEvent } from './access.topics';
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -147,9 +148,9 @@ export class AccountsService {
     const readAt = performance.now();
     const forgets = this.forgets;
     const [row]: Array<Record<string, unknown> & { token_id: string; token_expires_at: Date | null; token_last_used_at: Date | null }> = await this.ds.query(
-      `SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, ${users.select}
+      prepared(`SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, ${users.select}
          FROM api_tokens t JOIN users u ON u.id = t.user_id
-        WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+        WHERE t.token_hash = $1 AND t.revoked_at IS NULL`),
       [hash],
     );
     if (!row) {
