@@ -1,7 +1,19 @@
-import { DocumentNode, execute, ExecutionResult, getOperationAST, getVariableValues, GraphQLSchema } from 'graphql';
+import type { ApolloServerOptionsWithGateway } from '@apollo/server';
+import { DocumentNode, execute, ExecutionResult, getOperationAST, getVariableValues, GraphQLError, GraphQLSchema } from 'graphql';
 import { CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 
 type Compiled = CompiledQuery | null;
+
+/**
+ * graphql-jit's errors as graphql-js makes them. Its own keep `originalError` out of their
+ * enumerable properties, so whatever copies an error (Apollo Server does) loses the cause the
+ * error mapping reads (a ValidationFailed would be masked as an internal error).
+ */
+function asGraphQLJsError(error: GraphQLError): GraphQLError {
+  const copy = new GraphQLError(error.message, { path: error.path, originalError: error.originalError, extensions: error.extensions });
+  if (error.locations) (copy as { locations?: GraphQLError['locations'] }).locations = error.locations;
+  return copy;
+}
 
 /**
  * Runs operations compiled once into functions (graphql-jit): the same schema and resolvers,
@@ -11,9 +23,8 @@ type Compiled = CompiledQuery | null;
  * graphql-js still runs what graphql-jit cannot compile, and any request whose variables do not
  * coerce: its errors are then graphql-js's own, word for word.
  *
- * Used by the REST table, whose operations are fixed. Not behind Apollo Server: its only hook for
- * an executor (the "gateway" interface) formats the errors of what it runs differently, and the
- * GraphQL error tests (codes, masked internal errors) failed with it.
+ * Used by the REST table and by Apollo Server (GraphQL over HTTP). Subscriptions over graphql-ws
+ * keep graphql-js (their executions are shared, src/graphql/shared-execution.ts).
  */
 export class JitExecutor {
   /** Per document (Apollo Server and the REST table keep theirs), per operation name. */
@@ -41,8 +52,29 @@ export class JitExecutor {
     const compiled = this.compile(document, args.operationName);
     const operation = compiled ? getOperationAST(document, args.operationName ?? undefined) : null;
     if (compiled && operation && !getVariableValues(this.schema, operation.variableDefinitions ?? [], variableValues).errors) {
-      return compiled.query(undefined, args.contextValue, variableValues);
+      const result = await compiled.query(undefined, args.contextValue, variableValues);
+      return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;
     }
     return execute({ schema: this.schema, document, contextValue: args.contextValue, variableValues, operationName: args.operationName });
+  }
+
+  /**
+   * What Apollo Server takes as a custom executor: its "gateway" interface, with this schema only.
+   * Apollo Server still parses, validates (the operation limits' rules among them), runs the
+   * plugins and formats the errors; only the execution is ours.
+   */
+  apolloGateway(): ApolloServerOptionsWithGateway<object>['gateway'] {
+    const schema = this.schema;
+    return {
+      load: () =>
+        Promise.resolve({
+          executor: (rc) => this.run(rc.document, { contextValue: rc.context, variableValues: rc.request.variables, operationName: rc.operationName }) as never,
+        }),
+      onSchemaLoadOrUpdate: (callback) => {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+        return () => undefined;
+      },
+      stop: () => Promise.resolve(),
+    };
   }
 }

@@ -12,6 +12,7 @@ import { sharedSubscribe } from '../graphql/shared-execution';
 import { Context } from '../graphql/context';
 import { formatError, knownFailure, logUnexpected } from '../graphql/errors';
 import { Logger, requestScope } from '../log';
+import { JitExecutor } from '../graphql/jit';
 import { Metrics } from '../metrics';
 import { requestIdPlugin, withRequestId } from '../graphql/request-id';
 import { ERROR_HTTP, errorHeaders, sendProblem } from './problems';
@@ -209,7 +210,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   /** What the operation limits checked for each HTTP request's context (see limitsPlugin). */
   const checked = new WeakMap<Context, OperationRequest>();
   const apollo = new ApolloServer<Context>({
-    schema: deps.schema,
+    // The schema, each operation compiled once by graphql-jit where it can (src/graphql/jit.ts).
+    gateway: new JitExecutor(deps.schema).apolloGateway(),
     formatError: format,
     includeStacktraceInErrorResponses: false,
     // Explicit: the explorer needs introspection, whatever NODE_ENV says.

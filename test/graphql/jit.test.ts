@@ -60,5 +60,9 @@ describe('JitExecutor', () => {
     expect(error.message).toBe('resolver failed');
     expect(error.path).toEqual(['broken']);
     expect(error.originalError?.message).toBe('resolver failed');
+    // Made by graphql-js, not graphql-jit: Apollo Server's error mapping then finds the cause (a
+    // ValidationFailed was masked as INTERNAL_SERVER_ERROR with graphql-jit's own errors).
+    expect(Object.getPrototypeOf(error)).toBe(GraphQLError.prototype);
+    expect(error.locations).toEqual([{ line: 1, column: 3 }]);
   });
 });
