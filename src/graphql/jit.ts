@@ -1,5 +1,5 @@
 import type { ApolloServerOptionsWithGateway } from '@apollo/server';
-import { DocumentNode, execute, ExecutionResult, getOperationAST, getVariableValues, GraphQLError, GraphQLSchema } from 'graphql';
+import { DocumentNode, execute, ExecutionResult, getOperationAST, getVariableValues, GraphQLError, GraphQLSchema, OperationTypeNode } from 'graphql';
 import { CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 
 type Compiled = CompiledQuery | null;
@@ -20,8 +20,8 @@ function asGraphQLJsError(error: GraphQLError): GraphQLError {
  * without graphql-js walking the document for every request. In the bench a REST list answers
  * 1.2× the requests per second of graphql-js's `execute`.
  *
- * graphql-js still runs what graphql-jit cannot compile, and any request whose variables do not
- * coerce: its errors are then graphql-js's own, word for word.
+ * graphql-js still runs mutations, what graphql-jit cannot compile, and any request whose
+ * variables do not coerce: its errors are then graphql-js's own, word for word.
  *
  * Used by the REST table and by Apollo Server (GraphQL over HTTP). Subscriptions over graphql-ws
  * keep graphql-js (their executions are shared, src/graphql/shared-execution.ts).
@@ -49,8 +49,10 @@ export class JitExecutor {
     args: { contextValue: unknown; variableValues?: Record<string, unknown> | null; operationName?: string | null },
   ): Promise<ExecutionResult> {
     const variableValues = args.variableValues ?? {};
-    const compiled = this.compile(document, args.operationName);
-    const operation = compiled ? getOperationAST(document, args.operationName ?? undefined) : null;
+    const operation = getOperationAST(document, args.operationName ?? undefined);
+    // Reads only: graphql-jit builds input arguments its own way (an omitted input field present
+    // as undefined, a `__proto__` key in an inline object lost), which mutations must not meet.
+    const compiled = operation?.operation === OperationTypeNode.QUERY ? this.compile(document, args.operationName) : null;
     if (compiled && operation && !getVariableValues(this.schema, operation.variableDefinitions ?? [], variableValues).errors) {
       const result = await compiled.query(undefined, args.contextValue, variableValues);
       return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;

@@ -1,9 +1,21 @@
-import { execute, GraphQLError, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql';
+import { execute, GraphQLError, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql';
 import { JitExecutor } from '../../src/graphql/jit';
 
 /** The REST table's executor (src/graphql/jit.ts): graphql-jit where it can, graphql-js's own answers where a request is wrong. */
 describe('JitExecutor', () => {
+  const Input = new GraphQLInputObjectType({ name: 'Input', fields: { a: { type: GraphQLInt }, b: { type: GraphQLInt } } });
   const schema = new GraphQLSchema({
+    mutation: new GraphQLObjectType({
+      name: 'Mutation',
+      fields: {
+        // Which input fields the resolver sees as present, and whether an own `__proto__` came through.
+        keys: {
+          type: GraphQLString,
+          args: { input: { type: Input } },
+          resolve: (_root, args: { input: Record<string, unknown> }) => `${Object.keys(args.input).join(',')}|${Object.getPrototypeOf(args.input) === null}`,
+        },
+      },
+    }),
     query: new GraphQLObjectType({
       name: 'Query',
       fields: {
@@ -51,6 +63,14 @@ describe('JitExecutor', () => {
     expect(unnamed.jit).toEqual(unnamed.js);
     expect(unnamed.jit.errors).toHaveLength(1);
     expect((await both(source, {}, 'B')).jit).toEqual({ data: { echo: 'me:eggegg' } });
+  });
+
+  it('mutations run on graphql-js: an omitted input field is absent, not undefined (a PATCH must not clear it)', async () => {
+    for (const source of ['mutation { keys(input: { a: 1 }) }', 'mutation M($i: Input) { keys(input: $i) }']) {
+      const r = await both(source, { i: { a: 1 } });
+      expect(r.jit).toEqual(r.js);
+      expect(r.jit.data.keys).toMatch(/^a\|/);
+    }
   });
 
   it('a resolver’s error keeps its original error, for the error mapping', async () => {
