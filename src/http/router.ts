@@ -17,6 +17,8 @@ export interface RouterOptions {
   waitMs?: number;
   /** How long a sleeping egg may take to wake and listen. */
   wakeTimeoutMs?: number;
+  /** How long what a host resolved to (an awake egg's live deployment) is reused before it is read again; 0: every request reads it. */
+  routeCacheMs?: number;
 }
 
 export interface Router {
@@ -48,9 +50,18 @@ function bodiless(req: IncomingMessage): boolean {
 export function createRouter(opts: RouterOptions): Router {
   const suffix = `.${opts.appsDomain.toLowerCase()}`;
   const waitMs = opts.waitMs ?? 10_000;
-  const proxy = new ProxyServer({ xfwd: true, agent: new http.Agent({ keepAlive: false }) });
+  const routeCacheMs = opts.routeCacheMs ?? 250;
+  // Connections to eggs are kept open between requests: a new one per request (through the
+  // Engine's proxy of the published port) cost more than the rest of the request together. An idle
+  // one is closed after a second, or sooner if the egg announces less (Keep-Alive: timeout=…).
+  const proxy = new ProxyServer({ xfwd: true, agent: new http.Agent({ keepAlive: true, timeout: 1000 }) });
   // Errors are answered where each request is proxied; this keeps a stray one from crashing the process.
   proxy.on('error', (err) => opts.log.debug({ err }, 'router: proxy error'));
+  /** Requests whose current attempt went out on a connection kept open from an earlier request. */
+  const reused = new WeakSet<IncomingMessage>();
+  proxy.on('proxyReq', (proxyReq, req) => {
+    if (proxyReq.reusedSocket) reused.add(req);
+  });
   const endpoints = new Map<string, { at: number; endpoints: Endpoint[] }>();
   const waking = new Map<string, Promise<Endpoint | null>>();
   /** Replicas whose connection failed lately, by `host:port`: out of rotation until the time given. */
@@ -68,7 +79,16 @@ export function createRouter(opts: RouterOptions): Router {
   const touched = new Set<string>();
   const sockets = new Map<string, number>();
 
+  /**
+   * Hosts resolved lately to an awake egg's live deployment, by host: reading that for every
+   * request was most of the router's work per request. A deploy, rollback or deletion reaches the
+   * router within routeCacheMs (a superseded container drains longer than that); a request that
+   * fails drops its deployment's entries at once; a sleeping egg is always read afresh.
+   */
+  const routes = new Map<string, { at: number; route: EggRoute }>();
+
   const flush = setInterval(() => {
+    for (const [host, cached] of routes) if (Date.now() - cached.at >= routeCacheMs) routes.delete(host);
     const ids = [...new Set([...touched, ...sockets.keys()])];
     touched.clear();
     void opts.deployments.touch(ids).catch((err: unknown) => opts.log.warn({ err }, 'router: recording activity failed'));
@@ -81,7 +101,12 @@ export function createRouter(opts: RouterOptions): Router {
     const label = host.endsWith(suffix) ? host.slice(0, -suffix.length) : null;
     const target = label && !label.includes('.') ? parseHostLabel(label) : null;
     if (!target) return problem(404, 'not_found', 'Not Found', `no egg is served at ${host || '(no Host header)'}: hosts are <egg>${suffix}`);
-    const route = await opts.deployments.route(target);
+    const cached = routes.get(host);
+    const route = cached && Date.now() - cached.at < routeCacheMs ? cached.route : await opts.deployments.route(target);
+    if (route !== cached?.route) {
+      if (routeCacheMs > 0 && route?.kind === 'egg' && route.deploymentId && !route.asleep) routes.set(host, { at: Date.now(), route });
+      else routes.delete(host);
+    }
     if (!route) return problem(404, 'not_found', 'Not Found', `no egg, deployment or preview has the host ${host}`);
     const simulated = problem(
       503,
@@ -116,7 +141,13 @@ export function createRouter(opts: RouterOptions): Router {
   function failed(target: Target, endpoint: Endpoint): void {
     down.set(keyOf(endpoint), Date.now() + 10_000);
     endpoints.delete(idOf(target));
+    forgetRoute(target);
     for (const [key, until] of down) if (until < Date.now()) down.delete(key);
+  }
+
+  /** The hosts resolved to the target's deployment are looked up again on their next request. */
+  function forgetRoute(target: Target): void {
+    for (const [host, cached] of routes) if (cached.route.kind === 'egg' && cached.route.deploymentId === idOf(target)) routes.delete(host);
   }
 
   /** The key under which the target's endpoint is cached: its deployment's or preview's id. */
@@ -192,18 +223,24 @@ export function createRouter(opts: RouterOptions): Router {
         res.once('close', onClose);
         // A body-less request is sent from an empty stream, so it can be sent again.
         const buffer = retry ? Readable.from([]) : undefined;
+        reused.delete(req);
         proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
       });
       res.off('close', onClose);
       if (!error) return;
-      failed(target, endpoint);
+      // A kept-open connection the egg closed just as the request went out on it says nothing of
+      // the egg: sent again at once, on a new connection.
+      const stale = reused.has(req);
+      if (!stale) failed(target, endpoint);
+      // Either way the route is read again next time: the egg may have been replaced.
+      else forgetRoute(target);
       // A replica that failed, or a container restarted or replaced between the lookup and the
       // connect (a restart, a crash's backoff): another replica at once, then again for a while,
       // backing off from 100 ms to a second.
       if (retry && !res.headersSent && !req.destroyed && Date.now() < retryUntil) {
         // The proxy adds an error listener to the request per attempt: a dozen attempts at most.
         req.setMaxListeners(32);
-        if (attempt > 0) await sleep(Math.min(1000, 100 * 2 ** (attempt - 1)));
+        if (attempt > 0 && !stale) await sleep(Math.min(1000, 100 * 2 ** (attempt - 1)));
         continue;
       }
       return sendProblem(res, problem(502, 'bad_gateway', 'Bad Gateway', `${slug} did not answer: ${error.message}`));
