@@ -25,6 +25,7 @@ import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperati
 import { OperationRequest } from '../graphql/limits';
 import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
 import { sharedPayloads } from './ws-payloads';
+import { sharedDocuments } from './ws-documents';
 import { RateLimiter, RateLimiterOptions, rateLimited, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
 import { within } from '../timeout';
@@ -262,6 +263,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
   const payloads = sharedPayloads(wss);
+  const documents = sharedDocuments(deps.schema);
   const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
   const sessions = new WsSessions({ ...deps.sessions, onError: (err) => deps.log.warn({ err }, 'checking graphql-ws connections’ tokens failed') });
@@ -292,6 +294,9 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const ws = useServer<Record<string, unknown> | undefined>(
     {
       schema: deps.schema,
+      // One syntax tree per operation text, validated once (see ws-documents.ts).
+      parse: documents.parse,
+      validate: documents.validate,
       // One execution per event for every subscriber with the same operation and viewer.
       subscribe: sharedSubscribe(),
       onConnect: async (ctx) => {

@@ -1,39 +1,75 @@
 import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { ExecutionResult } from 'graphql';
-import type { WebSocket, WebSocketServer } from 'ws';
+import { WebSocket, type WebSocketServer } from 'ws';
+
+/** A WebSocket frame header: FIN and the text opcode, then the payload length (server frames are not masked). */
+function frameHeader(length: number, extra: number): { frame: Buffer; at: number } {
+  const lengthBytes = length < 126 ? 0 : length < 65536 ? 2 : 8;
+  const frame = Buffer.allocUnsafe(2 + lengthBytes + extra);
+  frame[0] = 0x81;
+  if (lengthBytes === 0) frame[1] = length;
+  else if (lengthBytes === 2) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
+    frame.writeUInt32BE(length >>> 0, 6);
+  }
+  return { frame, at: 2 + lengthBytes };
+}
 
 /**
- * graphql-ws writes every `next` message with its own JSON.stringify, so a result shared by 500
- * subscribers (see src/graphql/shared-execution.ts) would be serialized 500 times: with busy
- * logs that was the gateway's largest cost. Here a result is serialized once, and each
- * subscriber's message is the subscription's id around that text.
+ * graphql-ws writes every `next` message with its own JSON.stringify, so a result shared by 2,000
+ * subscribers (see src/graphql/shared-execution.ts) would be serialized 2,000 times: with busy
+ * logs that was the gateway's largest cost. Here a result is serialized once, into one buffer, and
+ * each subscriber's message is a frame of its own: a few bytes naming the subscription, then that
+ * same buffer. (Each subscriber's own copy of the text, 2,000 of them per flush of a busy log, was
+ * what the garbage collector spent half the process's time moving while sockets drained.)
  *
- * How: `onNext` hands graphql-ws a small stand-in payload and leaves the result's JSON with the
- * socket, under the subscription's id; the socket's `send` swaps the stand-in for it. graphql-ws
+ * How: `onNext` hands graphql-ws a small stand-in payload and leaves the result's bytes with the
+ * socket, under the subscription's id; the socket's `send` swaps the stand-in for them. graphql-ws
  * sends right after `onNext` returns, and one subscription's messages go out one at a time, so
  * the slot is always the one just filled. The stand-in's key is random per process: no client
- * payload can look like it.
+ * payload can look like it. The frame goes to the TCP socket the upgrade came on, as `ws` itself
+ * writes one (header and payload, in order with its other frames: it queues none without
+ * compression, which is then off); with an extension negotiated, or the socket closing, `ws`
+ * sends the message.
  */
 export function sharedPayloads(wss: WebSocketServer) {
   const key = `hatcheryShared${randomBytes(8).toString('hex')}`;
   const standIn: Record<string, number> = Object.freeze({ [key]: 1 });
   const prefix = '{"id":';
   const suffix = `,"type":"next","payload":{"${key}":1}}`;
-  /** A result's JSON, computed for its first subscriber. */
-  const serialized = new WeakMap<object, string>();
-  /** Per socket, per subscription id (as JSON): the payload text of the message being sent. */
-  const slots = new WeakMap<WebSocket, Map<string, string>>();
+  /** A result's JSON and the message's closing brace, computed for its first subscriber. */
+  const serialized = new WeakMap<object, Buffer>();
+  /** Per socket, per subscription id (as JSON): the payload bytes of the message being sent. */
+  const slots = new WeakMap<WebSocket, Map<string, Buffer>>();
 
-  wss.on('connection', (socket) => {
+  wss.on('connection', (socket, request) => {
+    const tcp: Duplex = request.socket;
     const send = socket.send.bind(socket) as (data: unknown, ...rest: unknown[]) => void;
     socket.send = ((data: unknown, ...rest: unknown[]) => {
       if (typeof data === 'string' && data.endsWith(suffix) && data.startsWith(prefix)) {
         const id = data.slice(prefix.length, data.length - suffix.length);
         const pending = slots.get(socket);
-        const json = pending?.get(id);
-        if (json === undefined) throw new Error(`ws payloads: no payload waiting for subscription ${id}`);
+        const body = pending?.get(id);
+        if (body === undefined) throw new Error(`ws payloads: no payload waiting for subscription ${id}`);
         pending!.delete(id);
-        return send(`${prefix}${id},"type":"next","payload":${json}}`, ...rest);
+        const head = `${prefix}${id},"type":"next","payload":`;
+        const cb = rest.find((r): r is (err?: Error | null) => void => typeof r === 'function');
+        if (socket.readyState !== WebSocket.OPEN || socket.extensions !== '' || tcp.destroyed) {
+          return send(Buffer.concat([Buffer.from(head), body]), { binary: false }, cb);
+        }
+        const headBytes = Buffer.byteLength(head);
+        const { frame, at } = frameHeader(headBytes + body.length, headBytes);
+        frame.write(head, at);
+        tcp.cork();
+        tcp.write(frame);
+        tcp.write(body, cb);
+        tcp.uncork();
+        return;
       }
       return send(data, ...rest);
     }) as typeof socket.send;
@@ -42,14 +78,14 @@ export function sharedPayloads(wss: WebSocketServer) {
   return {
     /** For graphql-ws `onNext`, with a result that has no errors to format: what to send instead. */
     next(socket: WebSocket, id: string, result: ExecutionResult): Record<string, number> {
-      let json = serialized.get(result);
-      if (json === undefined) {
-        json = JSON.stringify(result);
-        serialized.set(result, json);
+      let body = serialized.get(result);
+      if (body === undefined) {
+        body = Buffer.from(`${JSON.stringify(result)}}`);
+        serialized.set(result, body);
       }
       let pending = slots.get(socket);
-      if (!pending) slots.set(socket, (pending = new Map<string, string>()));
-      pending.set(JSON.stringify(id), json);
+      if (!pending) slots.set(socket, (pending = new Map<string, Buffer>()));
+      pending.set(JSON.stringify(id), body);
       return standIn;
     },
   };

@@ -15,6 +15,7 @@ describe('sharedSubscribe', () => {
     name: 'Tick',
     fields: {
       n: { type: GraphQLInt },
+      later: { type: GraphQLInt, resolve: async (tick: { n: number }) => Promise.resolve(tick.n * 10) },
       label: {
         type: GraphQLString,
         args: { prefix: { type: GraphQLString } },
@@ -137,5 +138,20 @@ describe('sharedSubscribe', () => {
     expect(await pending).toEqual({ value: undefined, done: true });
     expect(closedSources).toBeGreaterThanOrEqual(1);
     expect(listeners).not.toContain(undefined);
+  });
+
+  it('an asynchronous execution yields its result, not a promise; throw() closes the source', async () => {
+    const subscribe = sharedSubscribe();
+    const streams = await Promise.all([1, 2].map(() => open(subscribe, { text: 'subscription S($p: String) { ticks { n later label(prefix: $p) } }' })));
+    emit({ n: 4 });
+    const got = await Promise.all(streams.map((s) => s.next()));
+    expect(got).toEqual(Array(2).fill({ value: { data: { ticks: { n: 4, later: 40, label: 'x4 for usr_a' } } }, done: false }));
+    expect(executions).toBe(1);
+    const closed = closedSources;
+    await expect(streams[0].throw!(new Error('client went away'))).rejects.toThrow('client went away');
+    expect(closedSources).toBe(closed + 1);
+    // The other subscriber carries on.
+    emit({ n: 5 });
+    expect((await streams[1].next()).value).toEqual({ data: { ticks: { n: 5, later: 50, label: 'x5 for usr_a' } } });
   });
 });

@@ -28,18 +28,21 @@ export interface LogSource extends StreamSource {
 }
 
 /**
- * The events a stream acts on. Ends when the events end or the deployment is deleted, and when a
- * change of access leaves it out of the subscriber's sight; access changes that do not are dropped.
+ * The next event a stream acts on; null once the events end or the deployment is deleted, or when
+ * a change of access leaves it out of the subscriber's sight (access changes that do not are
+ * dropped). A function, not a generator a stream iterates: each event of each subscriber (2,000
+ * of them following one busy log) would cross one more generator (logBatchStream does this
+ * inline, without even this function's promise).
  */
-async function* streamEvents(src: StreamSource): AsyncGenerator<Exclude<DeploymentEvent, { kind: 'deleted' | 'access' }>, void> {
+async function nextEvent(src: StreamSource): Promise<Exclude<DeploymentEvent, { kind: 'deleted' | 'access' }> | null> {
   for (;;) {
     const { value, done } = await src.events.next();
-    if (done || value.kind === 'deleted') return;
+    if (done || value.kind === 'deleted') return null;
     if (value.kind === 'access') {
-      if (!(await src.check())) return;
+      if (!(await src.check())) return null;
       continue;
     }
-    yield value;
+    return value;
   }
 }
 
@@ -48,7 +51,7 @@ export async function* statusStream(current: Deployment, src: StreamSource): Asy
   try {
     let last = current;
     yield current;
-    for await (const value of streamEvents(src)) {
+    for (let value = await nextEvent(src); value; value = await nextEvent(src)) {
       if (value.kind === 'resync') {
         // Changes may have been missed: the row says where it stands.
         const now = await src.check();
@@ -78,6 +81,8 @@ export async function* statusStream(current: Deployment, src: StreamSource): Asy
 export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[], void> {
   const { type, since, match } = src;
   const wanted = (line: LogLine) => (!type || line.type === type) && (!since || line.timestamp > since) && (!match || match(line));
+  // Without a filter every line is wanted: a live batch is not looked through for each subscriber.
+  const filtered = Boolean(type || since || match);
   let lastSeq = 0;
   /** Stored lines after the last one streamed and before `before`, a page per batch. */
   const stored = async function* (before = Infinity) {
@@ -94,7 +99,14 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
   try {
     yield* stored();
     if (type === LogType.BUILD && src.buildOver) return;
-    for await (const value of streamEvents(src)) {
+    for (;;) {
+      // nextEvent's work, here: a busy log's every batch, for each subscriber, without a promise more.
+      const { value, done } = await src.events.next();
+      if (done || value.kind === 'deleted') return;
+      if (value.kind === 'access') {
+        if (!(await src.check())) return;
+        continue;
+      }
       if (value.kind === 'resync') {
         // Events may have been missed: lines are in storage, the end of the build in the row.
         const now = await src.check();
@@ -114,7 +126,7 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
       if (lines[first].seq > lastSeq + 1) yield* stored(lines[first].seq);
       const fresh = first === 0 ? lines : lines.slice(first);
       lastSeq = fresh[fresh.length - 1].seq;
-      const kept = fresh.every(wanted) ? fresh : fresh.filter(wanted);
+      const kept = !filtered || fresh.every(wanted) ? fresh : fresh.filter(wanted);
       if (kept.length) yield kept;
     }
   } finally {
