@@ -89,7 +89,7 @@ export interface Broadcast extends Server {
 
 /**
  * A bare `ws` broadcast speaking just enough graphql-ws (ack, subscribe, next) for the same
- * subscribers to read it: one JSON string per message, written to every socket. `field` is the
+ * subscribers to read it: one JSON text per message, encoded once and written to every socket. `field` is the
  * subscription field the lines come under: `deploymentLogs` sends each line as it comes,
  * `deploymentLogBatches` the lines of every `flushMs` (at most `maxBatch`) in one message, as
  * the gateway's log writer does.
@@ -109,15 +109,16 @@ export async function startBaselineWs(field: 'deploymentLogs' | 'deploymentLogBa
     });
     ws.on('close', () => subscribed.delete(ws));
   });
+  // Each message encoded once (per subscription id) and the same bytes written to every socket.
   const broadcast = (data: unknown) => {
-    const byId = new Map<string, string>();
+    const byId = new Map<string, Buffer>();
     for (const [ws, id] of subscribed) {
-      let text = byId.get(id);
-      if (text === undefined) {
-        text = JSON.stringify({ id, type: 'next', payload: { data: { [field]: data } } });
-        byId.set(id, text);
+      let bytes = byId.get(id);
+      if (bytes === undefined) {
+        bytes = Buffer.from(JSON.stringify({ id, type: 'next', payload: { data: { [field]: data } } }));
+        byId.set(id, bytes);
       }
-      ws.send(text);
+      ws.send(bytes, { binary: false });
     }
   };
   let pending: LogLineMessage[] = [];

@@ -6,6 +6,7 @@
  *
  *   node bench/load.js http '<json>'       autocannon against one URL; prints the result
  *   node bench/load.js subscribe '<json>'  N graphql-ws subscribers; reads commands from stdin
+ *   node bench/load.js ws-echo '<json>'    WebSocket round trips to an echo server; prints the result
  */
 const autocannon = require('autocannon');
 const WebSocket = require('ws');
@@ -70,6 +71,12 @@ class Histogram {
     this.n++;
     if (v > this.worst) this.worst = v;
   }
+  /** Non-empty buckets as [ms, count]. */
+  entries() {
+    const out = [];
+    for (let i = 0; i <= this.max; i++) if (this.counts[i]) out.push([i, this.counts[i]]);
+    return out;
+  }
   /** The p-quantile over `total` lines, where lines never delivered count as slower than any; null then. */
   pct(p, total = this.n) {
     if (this.n === 0) return null;
@@ -119,6 +126,68 @@ function isoMs(buf, at) {
   return dayMs + ((digits(buf, at + 11, 2) * 60 + digits(buf, at + 14, 2)) * 60 + digits(buf, at + 17, 2)) * 1000 + digits(buf, at + 20, 3);
 }
 
+const LINE = Buffer.from('{"seq":');
+/** The subscribe mode's latency histogram, and the bytes a counted line's message starts with. */
+let hist = null;
+let marker = null;
+
+/**
+ * Every line of a `next` message, timed if `s` is timed: one line per message (deploymentLogs) or several
+ * (deploymentLogBatches). Each line object starts with its seq, then its timestamp, then (after
+ * type) its message; a quote inside a JSON string is escaped, so `{"seq":` cannot occur in a
+ * message. Returns how many counted (marked) lines it held.
+ */
+function scanLines(data, s, now) {
+  let got = 0;
+  // One pass: from each `{` (memchr) to the next; within a line, the few bytes read are checked here.
+  const n = data.length - MSG.length;
+  for (let i = data.indexOf(123, NEXT.length); i >= 0 && i < n; i = data.indexOf(123, i + 1)) {
+    if (!startsAt(data, i + 1, SEQ)) continue; // `{"seq":` opens a line
+    let j = i + 1 + SEQ.length;
+    let seq = 0;
+    for (let c = data[j]; c >= 48 && c <= 57; c = data[++j]) seq = seq * 10 + c - 48;
+    if (!startsAt(data, j, TS_FIELD)) continue;
+    const at = j + TS_FIELD.length;
+    let k = at + 24;
+    while (k < n && !startsAt(data, k, MSG)) k++;
+    i = k + MSG.length - 1;
+    if (!startsAt(data, k + MSG.length, marker)) continue; // a probe line
+    if (s.timed) hist.add(now - isoMs(data, at));
+    if (seq <= s.lastSeq) s.disorder++;
+    s.lastSeq = seq;
+    got++;
+  }
+  return got;
+}
+
+/** The seq of the line opening at `at` (`{"seq":N,`), and whether its message is a counted one. */
+function lineAt(data, at) {
+  let j = at + LINE.length;
+  let seq = 0;
+  for (let c = data[j]; c >= 48 && c <= 57; c = data[++j]) seq = seq * 10 + c - 48;
+  const m = data.indexOf(MSG, j);
+  return { seq, marked: m >= 0 && startsAt(data, m + MSG.length, marker) };
+}
+
+/**
+ * The lines of a `next` message counted without reading each: a message holds consecutive lines
+ * of one deployment (a flush's, or a page of storage), so its first and last line say how many.
+ * A message with probe and counted lines both (never seen: probes are flushed before counting
+ * starts) is read line by line. Untimed: latency is measured on every `timeEvery`-th subscriber.
+ */
+function countLines(data, s, now) {
+  const first = data.indexOf(LINE, NEXT.length);
+  if (first < 0) return 0;
+  const last = data.lastIndexOf(LINE);
+  const a = lineAt(data, first);
+  const b = last === first ? a : lineAt(data, last);
+  if (!a.marked && !b.marked) return 0;
+  if (a.marked !== b.marked) return scanLines(data, s, now);
+  if (a.seq <= s.lastSeq || b.seq < a.seq) s.disorder++;
+  s.lastSeq = b.seq;
+  return b.seq - a.seq + 1;
+}
+
 /**
  * graphql-ws subscribers of one deployment's log (the gateway and the bare broadcast speak the
  * same protocol). Lines whose message starts with `marker` are counted; others are probes.
@@ -127,7 +196,11 @@ function isoMs(buf, at) {
  */
 async function subscribe() {
   loopbackOnly(spec.url.replace(/^ws/, 'http'));
-  const hist = new Histogram(120_000);
+  hist = new Histogram(120_000);
+  marker = Buffer.from(spec.marker);
+  // Every timeEvery-th subscriber times each line it gets (reading every line's timestamp costs
+  // this process more than the server's sending does); all of them count every line.
+  const timeEvery = Math.max(1, Math.floor(spec.timeEvery || 1));
   const subs = [];
   let expected = Infinity;
   let ready = 0;
@@ -138,12 +211,11 @@ async function subscribe() {
   let messages = 0; // next messages carrying counted lines
   let onProgress = () => undefined;
   const failures = [];
-  const marker = Buffer.from(spec.marker);
   const payload = JSON.stringify({ query: spec.query, variables: spec.variables });
 
   function open(i) {
     return new Promise((resolve, reject) => {
-      const s = { got: 0, lastSeq: -1, disorder: 0, seenAny: false, ws: null, closed: null };
+      const s = { got: 0, lastSeq: -1, disorder: 0, seenAny: false, timed: i % timeEvery === 0, ws: null, closed: null };
       const ws = new WebSocket(spec.url, 'graphql-transport-ws', { perMessageDeflate: false });
       s.ws = ws;
       ws.on('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${spec.token}` } })));
@@ -154,29 +226,8 @@ async function subscribe() {
             s.seenAny = true;
             if (++ready === spec.subscribers) emit({ event: 'ready' });
           }
-          // One line per message (deploymentLogs) or several (deploymentLogBatches): each line
-          // object starts with its seq, then its timestamp, then (after type) its message; a
-          // quote inside a JSON string is escaped, so `{"seq":` cannot occur in a message.
           const now = Date.now();
-          let got = 0;
-          // One pass: from each `{` (memchr) to the next; within a line, the few bytes read are checked here.
-          const n = data.length - MSG.length;
-          for (let i = data.indexOf(123, NEXT.length); i >= 0 && i < n; i = data.indexOf(123, i + 1)) {
-            if (!startsAt(data, i + 1, SEQ)) continue; // `{"seq":` opens a line
-            let j = i + 1 + SEQ.length;
-            let seq = 0;
-            for (let c = data[j]; c >= 48 && c <= 57; c = data[++j]) seq = seq * 10 + c - 48;
-            if (!startsAt(data, j, TS_FIELD)) continue;
-            const at = j + TS_FIELD.length;
-            let k = at + 24;
-            while (k < n && !startsAt(data, k, MSG)) k++;
-            i = k + MSG.length - 1;
-            if (!startsAt(data, k + MSG.length, marker)) continue; // a probe line
-            hist.add(now - isoMs(data, at));
-            if (seq <= s.lastSeq) s.disorder++;
-            s.lastSeq = seq;
-            got++;
-          }
+          const got = s.timed ? scanLines(data, s, now) : countLines(data, s, now);
           if (got === 0) return;
           messages++;
           s.got += got;
@@ -234,6 +285,10 @@ async function subscribe() {
       onProgress();
     });
     const got = subs.map((s) => s.got);
+    // Latency over every line a timed subscriber was expected to get: one never delivered counts as late beyond measure (null).
+    const timed = subs.filter((s) => s.timed);
+    const timedTotal = expected * timed.length;
+    const timedDelivered = timed.reduce((n, s) => n + s.got, 0);
     emit({
       event: 'report',
       subscribers: subs.length,
@@ -249,14 +304,19 @@ async function subscribe() {
       failures: failures.slice(0, 5),
       drainWaitMs: Date.now() - started,
       deliverySpanMs: lastAt - firstAt,
-      // Over every expected line: one never delivered counts as late beyond measure (null).
+      firstAt,
+      lastAt,
+      timedSubscribers: timed.length,
+      timedLines: hist.n,
       latencyMs: {
-        p50: hist.pct(0.5, expected * subs.length),
-        p90: hist.pct(0.9, expected * subs.length),
-        p99: hist.pct(0.99, expected * subs.length),
-        max: delivered === expected * subs.length ? hist.worst : null,
+        p50: hist.pct(0.5, timedTotal),
+        p90: hist.pct(0.9, timedTotal),
+        p99: hist.pct(0.99, timedTotal),
+        max: timedDelivered === timedTotal ? hist.worst : null,
         maxDelivered: hist.worst,
       },
+      // The timed lines' latencies, [ms, lines] (one bucket per millisecond): several load processes' merge.
+      histogram: hist.entries(),
     });
     break;
   }
@@ -264,12 +324,81 @@ async function subscribe() {
   for (const s of subs) s.ws.terminate();
 }
 
+/**
+ * WebSocket round trips: `sockets` connections to `url` (with `headers`: a Host for the router),
+ * each sending a `bytes`-long text message and waiting for its echo before the next, for
+ * `warmup` seconds unmeasured, then `duration` seconds; prints messages/s and round-trip latency.
+ */
+async function wsEcho() {
+  loopbackOnly(spec.url.replace(/^ws/, 'http'));
+  const text = 'x'.repeat(spec.bytes || 64);
+  const open = () =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(spec.url, { headers: spec.headers || {}, perMessageDeflate: false });
+      ws.once('open', () => resolve(ws));
+      ws.once('error', reject);
+    });
+  const sockets = await Promise.all(Array.from({ length: spec.sockets || 10 }, open));
+  let measuring = false;
+  let running = true;
+  let messages = 0;
+  let wrong = 0;
+  const failures = [];
+  const rtts = [];
+  const loops = sockets.map(
+    (ws) =>
+      new Promise((resolve) => {
+        let sent = 0;
+        const send = () => {
+          sent = performance.now();
+          ws.send(text);
+        };
+        ws.on('message', (data) => {
+          if (data.length !== text.length) wrong++;
+          if (measuring) {
+            messages++;
+            rtts.push(performance.now() - sent);
+          }
+          if (running) send();
+          else resolve();
+        });
+        ws.on('error', (err) => failures.push(String(err.message || err)));
+        ws.on('close', () => {
+          if (running) failures.push('closed during the run');
+          resolve();
+        });
+        send();
+      }),
+  );
+  await new Promise((r) => setTimeout(r, (spec.warmup || 0) * 1000));
+  measuring = true;
+  const started = performance.now();
+  await new Promise((r) => setTimeout(r, (spec.duration || 5) * 1000));
+  measuring = false;
+  const seconds = (performance.now() - started) / 1000;
+  running = false;
+  await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 5000))]);
+  for (const ws of sockets) ws.terminate();
+  rtts.sort((a, b) => a - b);
+  const pct = (p) => (rtts.length ? +rtts[Math.min(rtts.length - 1, Math.ceil(rtts.length * p) - 1)].toFixed(2) : null);
+  emit({
+    event: 'result',
+    sockets: sockets.length,
+    messages,
+    seconds,
+    rate: messages / seconds,
+    latencyMs: { p50: pct(0.5), p90: pct(0.9), p99: pct(0.99), max: rtts.length ? +rtts[rtts.length - 1].toFixed(2) : null },
+    wrong,
+    failures: failures.slice(0, 5),
+  });
+}
+
 // Stopped by the harness: exit normally (so a --cpu-prof given in BENCH_LOAD_NODE_ARGS is written).
 process.on('SIGTERM', () => process.exit(0));
 
-const modes = { http, subscribe };
+const modes = { http, subscribe, 'ws-echo': wsEcho };
 if (!modes[mode]) {
-  process.stderr.write(`usage: node bench/load.js http|subscribe '<json>'\n`);
+  process.stderr.write(`usage: node bench/load.js http|subscribe|ws-echo '<json>'\n`);
   process.exit(2);
 }
 modes[mode]().then(

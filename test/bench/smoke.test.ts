@@ -7,7 +7,7 @@ import type { Row } from '../../bench/settings';
 const ROOT = path.resolve(__dirname, '../..');
 
 /**
- * `npm run bench` itself, shrunk (1-second measurements, 5 subscribers, 50 crons): every phase
+ * `npm run bench` itself, shrunk (1-second measurements, 5 subscribers, 20 idle ones, 50 crons): every phase
  * runs against its baseline on a fresh database of the test server, one table is printed and
  * written as JSON. Speed is the benchmark's business, not this test's: it checks that the harness
  * works and that what it counts is right (every line reaches every subscriber, the nested list's
@@ -35,6 +35,7 @@ describe('npm run bench (shrunk)', () => {
         BENCH_LOG_RATE: '200',
         BENCH_LOG_SECONDS: '1',
         BENCH_SUBSCRIBERS: '5',
+        BENCH_IDLE_SUBSCRIBERS: '20',
         BENCH_DRAIN_MS: '20000',
         BENCH_INGEST_LINES: '2000',
         BENCH_CRONS: '50',
@@ -76,6 +77,8 @@ describe('npm run bench (shrunk)', () => {
       'Refused operation: p99 latency (ms)',
       'Log ingestion into PostgreSQL (lines/s, median round)',
       'Cron: 50 due at once, started / latest start after due (s)',
+      'Idle subscribers (20): memory per subscriber, heap + external (KB)',
+      'Idle subscribers: RSS per subscriber (KB)',
       'Live logs (5 subscribers): lines/s written (target 200)',
       'Live logs: share of lines delivered to every subscriber',
       'Live logs: lines/s delivered (all subscribers)',
@@ -97,6 +100,9 @@ describe('npm run bench (shrunk)', () => {
     expect(row('Nested list (app, owner): SQL statements').gateway).toBeGreaterThan(0);
     expect(row('Refused operation (over the alias limit): SQL statements')).toMatchObject({ gateway: 0, met: true });
     expect(String(row('Cron: 50 due at once').gateway)).toMatch(/^50 \/ /);
+    // Idle subscribers: every one was subscribed (the gateway's gauge said so) and measured, on both sides.
+    expect(raw.idle?.gateway).toMatchObject({ subscribers: 20, perSubscriberKb: { heapAndExternal: expect.any(Number) } });
+    expect(raw.idle?.baseline).toMatchObject({ subscribers: 20, perSubscriberKb: { heapAndExternal: expect.any(Number) } });
   });
 
   it('the GraphQL peers answer the same number of rows as the gateway, on the same database', () => {
