@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AddressInfo, Server as NodeServer } from 'node:net';
 import { DataSource } from 'typeorm';
@@ -60,12 +60,24 @@ export interface Gateway {
   readonly log: Logger;
 }
 
-/** A secret kept in the data dir (mode 0600), made by `make` the first time. */
+/**
+ * A secret kept in the data dir (mode 0600), made by `make` the first time. Several gateways (or
+ * test workers) starting at once on one data dir all end up with the first one's: it is written
+ * whole to a file of its own, then linked into place, which fails if another got there first.
+ */
 function dataDirSecret(config: Config, name: string, make: () => string): string {
   const file = path.join(config.dataDir, name);
   if (!existsSync(file)) {
     mkdirSync(config.dataDir, { recursive: true });
-    writeFileSync(file, make() + '\n', { mode: 0o600, flag: 'wx' });
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(draft, make() + '\n', { mode: 0o600, flag: 'wx' });
+    try {
+      linkSync(draft, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      unlinkSync(draft);
+    }
   }
   chmodSync(file, 0o600);
   return readFileSync(file, 'utf8').trim();
