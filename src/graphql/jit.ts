@@ -1,8 +1,19 @@
 import type { ApolloServerOptionsWithGateway } from '@apollo/server';
-import { DocumentNode, execute, ExecutionResult, getOperationAST, getVariableValues, GraphQLError, GraphQLSchema, OperationTypeNode } from 'graphql';
+import {
+  DocumentNode,
+  execute,
+  ExecutionResult,
+  getOperationAST,
+  getVariableValues,
+  GraphQLError,
+  GraphQLSchema,
+  OperationDefinitionNode,
+  OperationTypeNode,
+} from 'graphql';
 import { CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 
 type Compiled = CompiledQuery | null;
+type Prepared = { operation: OperationDefinitionNode | null; compiled: Compiled };
 
 /**
  * graphql-jit's errors as graphql-js makes them. Its own keep `originalError` out of their
@@ -27,21 +38,27 @@ function asGraphQLJsError(error: GraphQLError): GraphQLError {
  * keep graphql-js (their executions are shared, src/graphql/shared-execution.ts).
  */
 export class JitExecutor {
-  /** Per document (Apollo Server and the REST table keep theirs), per operation name. */
-  private readonly compiled = new WeakMap<DocumentNode, Map<string, Compiled>>();
+  /**
+   * Per document (Apollo Server and the REST table keep theirs), per operation name: the operation
+   * and, for a query graphql-jit could compile, its compiled form. Worked out on first use.
+   */
+  private readonly prepared = new WeakMap<DocumentNode, Map<string, Prepared>>();
 
   constructor(private readonly schema: GraphQLSchema) {}
 
-  private compile(document: DocumentNode, operationName: string | null | undefined): Compiled {
-    let byName = this.compiled.get(document);
-    if (!byName) this.compiled.set(document, (byName = new Map<string, Compiled>()));
+  private prepare(document: DocumentNode, operationName: string | null | undefined): Prepared {
+    let byName = this.prepared.get(document);
+    if (!byName) this.prepared.set(document, (byName = new Map<string, Prepared>()));
     const name = operationName ?? '';
-    let compiled = byName.get(name);
-    if (compiled === undefined) {
-      const made = compileQuery(this.schema, document, operationName ?? undefined);
-      byName.set(name, (compiled = isCompiledQuery(made) ? made : null));
+    let known = byName.get(name);
+    if (!known) {
+      const operation = getOperationAST(document, operationName ?? undefined) ?? null;
+      // Reads only: graphql-jit builds input arguments its own way (an omitted input field present
+      // as undefined, a `__proto__` key in an inline object lost), which mutations must not meet.
+      const made = operation?.operation === OperationTypeNode.QUERY ? compileQuery(this.schema, document, operationName ?? undefined) : null;
+      byName.set(name, (known = { operation, compiled: made && isCompiledQuery(made) ? made : null }));
     }
-    return compiled;
+    return known;
   }
 
   async run(
@@ -49,10 +66,7 @@ export class JitExecutor {
     args: { contextValue: unknown; variableValues?: Record<string, unknown> | null; operationName?: string | null },
   ): Promise<ExecutionResult> {
     const variableValues = args.variableValues ?? {};
-    const operation = getOperationAST(document, args.operationName ?? undefined);
-    // Reads only: graphql-jit builds input arguments its own way (an omitted input field present
-    // as undefined, a `__proto__` key in an inline object lost), which mutations must not meet.
-    const compiled = operation?.operation === OperationTypeNode.QUERY ? this.compile(document, args.operationName) : null;
+    const { operation, compiled } = this.prepare(document, args.operationName);
     if (compiled && operation && !getVariableValues(this.schema, operation.variableDefinitions ?? [], variableValues).errors) {
       const result = await compiled.query(undefined, args.contextValue, variableValues);
       return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;
