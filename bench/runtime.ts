@@ -20,6 +20,7 @@
  * images `hatchery-bench-*:<pid>-<nonce>…`, containers labelled `hatchery.bench`) and removed at
  * the end; what a killed run left is removed by the next one.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -57,7 +58,18 @@ export const RUNTIME = {
   eggMemoryMb: num('BENCH_RUNTIME_EGG_MEMORY_MB', 64),
   /** Deploys under way at once while the eggs of (5) are started. */
   deployConcurrency: num('BENCH_RUNTIME_DEPLOY_CONCURRENCY', 4),
+  /** The gateway's HATCHERY_ROUTER_EDGE: HAProxy in front of the router where it is installed, else the Node router alone. */
+  edge: (process.env.BENCH_ROUTER_EDGE ?? (haproxyInstalled() ? 'haproxy' : 'node')) as 'haproxy' | 'node',
 };
+
+function haproxyInstalled(): boolean {
+  try {
+    execFileSync(process.env.HATCHERY_HAPROXY_BIN || 'haproxy', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Labels the containers this phase makes itself (the baselines): the run's tag. */
 const BENCH_LABEL = 'hatchery.bench';
@@ -359,6 +371,7 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
       HATCHERY_RATE_LIMIT_ANON_PER_MIN: '100000000',
       HATCHERY_MAX_CONNECTIONS_PER_IP: String(ctx.load.connections + 100),
       HATCHERY_LOG_DRAIN_WORKER: 'off',
+      HATCHERY_ROUTER_EDGE: R.edge,
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
     gateway = buildApp(config, { logger });
@@ -546,7 +559,9 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
     });
 
     // 3. HTTP and WebSockets through the router vs straight to the egg's published port.
-    log(`  (3) HTTP and WebSocket round trips through the router vs straight to the container's published port`);
+    log(
+      `  (3) HTTP and WebSocket round trips through the router (${R.edge === 'haproxy' ? 'HAProxy in front of the Node router' : 'the Node router alone'}) vs straight to the container's published port`,
+    );
     const target = deployEggs[deployEggs.length - 1];
     const targetDeployment = target.deployments[target.deployments.length - 1];
     const direct = await eggPort(targetDeployment);
@@ -595,7 +610,7 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
     const wsRouted = await wsEcho('ws through the router', `ws://127.0.0.1:${routerPort}/`, { host });
     const wsAfter = await wsEcho('ws straight to the container, again', `ws://127.0.0.1:${direct}/`);
     const wsStraight = (wsBefore.rate + wsAfter.rate) / 2;
-    raw.router = { http: { straight: [before, after], router: routed }, ws: { straight: [wsBefore, wsAfter], router: wsRouted } };
+    raw.router = { edge: R.edge, http: { straight: [before, after], router: routed }, ws: { straight: [wsBefore, wsAfter], router: wsRouted } };
     rows.push(
       {
         measure: 'Runtime: HTTP through the router vs straight to the container: throughput (req/s)',

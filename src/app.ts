@@ -313,7 +313,9 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         deployments: services.deployments,
         runtime,
         log,
+        metrics,
         wakeTimeoutMs: config.docker.healthTimeoutMs,
+        edge: config.routerEdge === 'haproxy' ? { bin: config.haproxyBin } : undefined,
       });
       routerUrl = await router.listen(config.routerPort, config.host);
       return url;

@@ -31,6 +31,10 @@ export interface Config {
   };
   /** The router's port (requests to eggs, by Host); 0 picks a free one. */
   routerPort: number;
+  /** `haproxy`: HAProxy serves awake eggs in front of the Node router (src/http/edge.ts); `node`: the Node router alone. */
+  routerEdge: 'node' | 'haproxy';
+  /** The HAProxy executable, for routerEdge `haproxy`. */
+  haproxyBin: string;
   /** The PostgreSQL server where each preview gets a database and role of its own (docker runtime); null: the gateway's own. */
   previewDatabaseUrl: string | null;
   simBuildMs: number;
@@ -207,6 +211,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mode: oneOf(env, 'HATCHERY_DOCKER_MODE', ['container', 'swarm'] as const, 'container'),
     },
     routerPort: int(env, 'HATCHERY_ROUTER_PORT', 8080, 0, 65535),
+    routerEdge: oneOf(env, 'HATCHERY_ROUTER_EDGE', ['node', 'haproxy'] as const, 'node'),
+    haproxyBin: env.HATCHERY_HAPROXY_BIN || 'haproxy',
     previewDatabaseUrl: env.HATCHERY_PREVIEW_DATABASE_URL || null,
     simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
     previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,

@@ -96,6 +96,12 @@ export class Metrics {
       }
     },
   });
+  private readonly routerRequests = new Counter({
+    name: 'hatchery_router_requests_total',
+    help: 'Requests (WebSocket upgrades included) the router passed to eggs, by what served them (edge: HAProxy, node: the Node router) and status class.',
+    labelNames: ['via', 'status_class'] as const,
+    registers: [this.registry],
+  });
   private readonly webhookDeliveries = new Counter({
     name: 'hatchery_webhook_deliveries_total',
     help: 'Webhook delivery attempts, by outcome (succeeded, failed: given up, retry: another attempt is scheduled) and event.',
@@ -110,6 +116,7 @@ export class Metrics {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     // Series that exist from the start, at 0, so that rate() sees their first increase.
     for (const type of ['build', 'runtime']) this.logLines.inc({ type }, 0);
+    for (const via of ['edge', 'node']) this.routerRequests.inc({ via, status_class: '2xx' }, 0);
     for (const event of ['deploy', 'ping']) for (const outcome of ['succeeded', 'failed', 'retry']) this.webhookDeliveries.inc({ outcome, event }, 0);
   }
 
@@ -212,6 +219,10 @@ export class Metrics {
 
   jobFailed(queue: string): void {
     this.jobFailures.inc({ queue });
+  }
+
+  routerRequest(via: 'edge' | 'node', status: number): void {
+    this.routerRequests.inc({ via, status_class: `${Math.floor(status / 100)}xx` });
   }
 
   webhookDelivery(outcome: WebhookOutcome, event: string): void {

@@ -4,21 +4,29 @@ import { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProxyServer } from 'http-proxy-3';
 import type { Logger } from '../log';
+import type { Metrics } from '../metrics';
 import { parseHostLabel } from '../modules/apps/hosts';
 import type { DeploymentsService, EggRoute } from '../modules/deployments/deployments.service';
 import type { Endpoint, Runtime } from '../runtime/runtime.port';
+import { EdgeRoute, HaproxyEdge } from './edge';
 
 export interface RouterOptions {
   appsDomain: string;
-  deployments: Pick<DeploymentsService, 'route' | 'wakeForRequest' | 'touch' | 'supervisor'>;
+  deployments: Pick<DeploymentsService, 'route' | 'wakeForRequest' | 'touch' | 'stillRouted' | 'supervisor'>;
   runtime: Runtime;
   log: Logger;
+  metrics?: Pick<Metrics, 'routerRequest'>;
   /** How long a request waits for its egg to listen (a restart, a rollback, a crash's backoff) before a 503. */
   waitMs?: number;
   /** How long a sleeping egg may take to wake and listen. */
   wakeTimeoutMs?: number;
   /** How long what a host resolved to (an awake egg's live deployment) is reused before it is read again; 0: every request reads it. */
   routeCacheMs?: number;
+  /**
+   * HAProxy in front (`bin`: its executable): hosts resolved to an awake egg are served by it
+   * directly, everything else by this router behind it (src/http/edge.ts). Needs routeCacheMs > 0.
+   */
+  edge?: { bin: string };
 }
 
 export interface Router {
@@ -27,7 +35,9 @@ export interface Router {
 }
 
 /** What a request goes to: an egg's deployment (its requests are logged and keep it awake), or a preview. */
-type Target = { kind: 'egg'; route: EggRoute & { kind: 'egg' }; deploymentId: string } | { kind: 'preview'; slug: string; previewId: string };
+type Target =
+  /** `fresh`: the route was read for this request, not reused: only such a route is handed to the edge. */
+  { kind: 'egg'; route: EggRoute & { kind: 'egg' }; deploymentId: string; fresh: boolean } | { kind: 'preview'; slug: string; previewId: string };
 
 type Problem = { status: number; code: string; title: string; detail: string; retryAfter?: number };
 
@@ -54,7 +64,8 @@ export function createRouter(opts: RouterOptions): Router {
   // Connections to eggs are kept open between requests: a new one per request (through the
   // Engine's proxy of the published port) cost more than the rest of the request together. An idle
   // one is closed after a second, or sooner if the egg announces less (Keep-Alive: timeout=…).
-  const proxy = new ProxyServer({ xfwd: true, agent: new http.Agent({ keepAlive: true, timeout: 1000 }) });
+  // Behind the edge, HAProxy has added the X-Forwarded headers already.
+  const proxy = new ProxyServer({ xfwd: !opts.edge, agent: new http.Agent({ keepAlive: true, timeout: 1000 }) });
   // Errors are answered where each request is proxied; this keeps a stray one from crashing the process.
   proxy.on('error', (err) => opts.log.debug({ err }, 'router: proxy error'));
   /** Requests whose current attempt went out on a connection kept open from an earlier request. */
@@ -89,20 +100,89 @@ export function createRouter(opts: RouterOptions): Router {
 
   const flush = setInterval(() => {
     for (const [host, cached] of routes) if (Date.now() - cached.at >= routeCacheMs) routes.delete(host);
-    const ids = [...new Set([...touched, ...sockets.keys()])];
-    touched.clear();
-    void opts.deployments.touch(ids).catch((err: unknown) => opts.log.warn({ err }, 'router: recording activity failed'));
+    void (async () => {
+      // Connections open through the edge (WebSockets, long requests) keep their eggs awake, as those through this router do.
+      const open = edge ? await edge.busy().catch(() => new Map<string, number>()) : new Map<string, number>();
+      const ids = [...new Set([...touched, ...sockets.keys(), ...open.keys()])];
+      touched.clear();
+      await opts.deployments.touch(ids);
+    })().catch((err: unknown) => opts.log.warn({ err }, 'router: recording activity failed'));
   }, 1000);
   flush.unref();
 
+  /** HAProxy in front, once listening; the hosts promoted to it (served by it directly), by host. */
+  let edge: HaproxyEdge | null = null;
+  const promoted = new Map<string, EdgeRoute>();
+  let promotedEndpointsAt = Date.now();
+  const pushEdge = () => {
+    if (edge) void edge.apply(new Map(promoted)).catch((err: unknown) => opts.log.error({ err }, 'router: updating the edge failed'));
+  };
+  /** After a request this router passed to an awake egg: its host is served by the edge from now on. */
+  function promote(host: string, deploymentId: string): void {
+    if (!edge || routeCacheMs <= 0 || promoted.get(host)?.deploymentId === deploymentId) return;
+    const cached = endpoints.get(deploymentId);
+    if (!cached || cached.endpoints.length === 0) return;
+    promoted.set(host, { deploymentId, endpoints: cached.endpoints });
+    pushEdge();
+  }
+  /** The edge stops serving the deployment's hosts: their requests come here again. */
+  function demote(deploymentId: string): void {
+    let changed = false;
+    for (const [host, r] of promoted) if (r.deploymentId === deploymentId) changed = promoted.delete(host) || changed;
+    if (changed) pushEdge();
+  }
+  /**
+   * Every routeCacheMs, what the edge serves is checked as a cached route would be read again: a
+   * deployment no longer current, LIVE and awake is demoted (one statement for all); every 2 s its
+   * replicas are read again from the runtime, as this router's own endpoints are.
+   */
+  let checking = false;
+  const check = setInterval(
+    () => {
+      if (!edge || promoted.size === 0 || checking) return;
+      checking = true;
+      void (async () => {
+        const ids = [...new Set([...promoted.values()].map((r) => r.deploymentId))];
+        const still = await opts.deployments.stillRouted(ids);
+        const refresh = Date.now() - promotedEndpointsAt >= 2000;
+        const found = new Map<string, Endpoint[]>();
+        if (refresh) {
+          promotedEndpointsAt = Date.now();
+          for (const id of ids) if (still.has(id)) found.set(id, await opts.runtime.endpoints(id));
+        }
+        let changed = false;
+        for (const [host, r] of promoted) {
+          const now = found.get(r.deploymentId);
+          if (!still.has(r.deploymentId) || (now && now.length === 0)) {
+            changed = promoted.delete(host) || changed;
+            // This router reads the host afresh too, rather than reusing what it resolved to.
+            routes.delete(host);
+          } else if (now && !sameEndpoints(now, r.endpoints)) {
+            promoted.set(host, { deploymentId: r.deploymentId, endpoints: now });
+            changed = true;
+          }
+        }
+        if (changed) pushEdge();
+      })()
+        .catch((err: unknown) => opts.log.warn({ err }, 'router: checking the edge routes failed'))
+        .finally(() => (checking = false));
+    },
+    Math.max(routeCacheMs, 50),
+  );
+  check.unref();
+
+  /** The request's host, lower-cased, without its port. */
+  const hostOf = (req: IncomingMessage) => (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+
   /** What the host names, or the problem to answer instead. */
   async function resolve(req: IncomingMessage): Promise<Target | Problem> {
-    const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+    const host = hostOf(req);
     const label = host.endsWith(suffix) ? host.slice(0, -suffix.length) : null;
     const target = label && !label.includes('.') ? parseHostLabel(label) : null;
     if (!target) return problem(404, 'not_found', 'Not Found', `no egg is served at ${host || '(no Host header)'}: hosts are <egg>${suffix}`);
     const cached = routes.get(host);
-    const route = cached && Date.now() - cached.at < routeCacheMs ? cached.route : await opts.deployments.route(target);
+    const fresh = !(cached && Date.now() - cached.at < routeCacheMs);
+    const route = fresh ? await opts.deployments.route(target) : cached.route;
     if (route !== cached?.route) {
       if (routeCacheMs > 0 && route?.kind === 'egg' && route.deploymentId && !route.asleep) routes.set(host, { at: Date.now(), route });
       else routes.delete(host);
@@ -124,7 +204,7 @@ export function createRouter(opts: RouterOptions): Router {
     }
     if (!route.deploymentId) return problem(503, 'service_unavailable', 'Service Unavailable', route.detail ?? `${route.slug} has nothing live`, 5);
     if (opts.runtime.kind === 'simulated') return simulated;
-    return { kind: 'egg', route, deploymentId: route.deploymentId };
+    return { kind: 'egg', route, deploymentId: route.deploymentId, fresh };
   }
 
   /** Where the target listens now (waited for, for an egg): one of its replicas, in turn; or null. */
@@ -147,6 +227,7 @@ export function createRouter(opts: RouterOptions): Router {
 
   /** The hosts resolved to the target's deployment are looked up again on their next request. */
   function forgetRoute(target: Target): void {
+    if (target.kind === 'egg') demote(target.deploymentId);
     for (const [host, cached] of routes) if (cached.route.kind === 'egg' && cached.route.deploymentId === idOf(target)) routes.delete(host);
   }
 
@@ -191,6 +272,7 @@ export function createRouter(opts: RouterOptions): Router {
   /** The deployment's runtime line for a request passed to it, `GET /path 200 12ms` (the path without its query: it may hold secrets). */
   function logRequest(deploymentId: string, req: IncomingMessage, status: number, started: number): void {
     const path = (req.url ?? '/').split('?')[0].slice(0, 200);
+    opts.metrics?.routerRequest('node', status);
     opts.deployments.supervisor.runtimeLine(deploymentId, `${req.method} ${path} ${status} ${Math.round(performance.now() - started)}ms`, new Date());
   }
 
@@ -227,7 +309,10 @@ export function createRouter(opts: RouterOptions): Router {
         proxy.web(req, res, { target: `http://${endpoint.host}:${endpoint.port}`, buffer }, (err) => done(err));
       });
       res.off('close', onClose);
-      if (!error) return;
+      if (!error) {
+        if (target.kind === 'egg' && target.fresh && res.statusCode < 500) promote(hostOf(req), target.deploymentId);
+        return;
+      }
       // A kept-open connection the egg closed just as the request went out on it says nothing of
       // the egg: sent again at once, on a new connection.
       const stale = reused.has(req);
@@ -278,6 +363,7 @@ export function createRouter(opts: RouterOptions): Router {
         logRequest(deploymentId, req, 101, started);
       });
     }
+    if (target.kind === 'egg' && target.fresh) promote(hostOf(req), target.deploymentId);
     proxy.ws(req, socket, head, { target: `http://${endpoint.host}:${endpoint.port}` }, () => {
       failed(target, endpoint);
       socket.destroy();
@@ -300,18 +386,47 @@ export function createRouter(opts: RouterOptions): Router {
 
   return {
     async listen(port, host) {
+      // Behind the edge this router listens on loopback only, on a port of its own.
+      const [ownPort, ownHost] = opts.edge ? [0, '127.0.0.1'] : [port, host];
       await new Promise<void>((done, fail) => {
         server.once('error', fail);
-        server.listen(port, host, () => {
+        server.listen(ownPort, ownHost, () => {
           server.off('error', fail);
           done();
         });
       });
       const address = server.address() as AddressInfo;
+      if (opts.edge) {
+        const started = new HaproxyEdge({
+          bin: opts.edge.bin,
+          host,
+          port,
+          fallbackPort: address.port,
+          log: opts.log,
+          onRequest(r) {
+            if (r.deploymentId === null) return;
+            touched.add(r.deploymentId);
+            opts.metrics?.routerRequest('edge', r.status);
+            opts.deployments.supervisor.runtimeLine(r.deploymentId, `${r.method} ${r.path.slice(0, 200)} ${r.status} ${r.ms}ms`, new Date());
+          },
+        });
+        try {
+          const url = await started.start();
+          edge = started;
+          return url;
+        } catch (err) {
+          await started.close();
+          await new Promise<void>((done) => server.close(() => done()));
+          throw err;
+        }
+      }
       return `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${address.port}`;
     },
     async close() {
       clearInterval(flush);
+      clearInterval(check);
+      await edge?.close();
+      edge = null;
       await new Promise<void>((done) => {
         server.close(() => done());
         server.closeIdleConnections();
@@ -322,4 +437,8 @@ export function createRouter(opts: RouterOptions): Router {
       await opts.deployments.touch(ids).catch(() => undefined);
     },
   };
+}
+
+function sameEndpoints(a: Endpoint[], b: Endpoint[]): boolean {
+  return a.length === b.length && a.every((e, i) => e.host === b[i].host && e.port === b[i].port);
 }

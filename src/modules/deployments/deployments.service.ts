@@ -374,6 +374,20 @@ export class DeploymentsService {
     return d ? this.spec(d) : null;
   }
 
+  /**
+   * Of these deployments, those the router may keep serving as it resolved them: each still its
+   * egg's current one, LIVE and awake (one statement for all, however many hosts are promoted).
+   */
+  async stillRouted(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.ds.query<Array<{ id: string }>>(
+      `SELECT d.id FROM deployments d JOIN apps a ON a.current_deployment_id = d.id
+        WHERE d.id = ANY($1) AND d.status = $2 AND d.slept_at IS NULL`,
+      [ids, DeploymentStatus.LIVE],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** The router passed requests to these deployments: they are not idle. */
   async touch(ids: string[]): Promise<void> {
     if (ids.length > 0) await this.ds.query('UPDATE deployments SET last_request_at = $2 WHERE id = ANY($1) AND slept_at IS NULL', [ids, this.clock.now()]);

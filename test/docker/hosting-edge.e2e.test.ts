@@ -1,0 +1,118 @@
+import { execFileSync } from 'node:child_process';
+import WebSocket from 'ws';
+import { until } from '../crons/helpers';
+import { eggFiles, hostingSuite } from './hosting.suite';
+
+/** Is HAProxy here? CI installs it (.ci/run); elsewhere these run only where it is. */
+const haproxyHere = (() => {
+  try {
+    execFileSync('haproxy', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (process.env.CI === 'true' && !haproxyHere) throw new Error('CI must have HAProxy for the router edge tests (.ci/run installs it)');
+
+/** The router's requests by what served them, from GET /metrics. */
+async function served(gatewayUrl: string): Promise<{ edge: number; node: number }> {
+  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const sum = (via: string) =>
+    [...text.matchAll(new RegExp(`^hatchery_router_requests_total\\{via="${via}",status_class="[^"]+"\\} (\\d+)`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
+  return { edge: sum('edge'), node: sum('node') };
+}
+
+/** An egg that answers with the X-Forwarded headers it got, and holds a WebSocket open. */
+const HEADERS_EGG = `
+const http = require('http');
+const crypto = require('crypto');
+const server = http.createServer((req, res) => {
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ for: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], host: req.headers['x-forwarded-host'], port: req.headers['x-forwarded-port'] }));
+});
+server.on('upgrade', (req, socket) => {
+  const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + '\\r\\n\\r\\n');
+});
+server.listen(Number(process.env.PORT));
+`;
+
+(haproxyHere ? hostingSuite : (name: string) => describe.skip(name, () => it('needs HAProxy', () => undefined)))(
+  'hosting for real with HAProxy in front of the router (HATCHERY_ROUTER_EDGE=haproxy)',
+  { HATCHERY_ROUTER_EDGE: 'haproxy' },
+  (ctx) => {
+    it('an awake egg is served by HAProxy itself after its first request; its requests are still logged to the deployment', async () => {
+      const { gateway, newEgg, deployFiles, get, runtimeLines } = ctx();
+      const slug = await newEgg();
+      await gateway.services.apps.setTier(slug, 'always_on');
+      const live = await deployFiles(slug, eggFiles('e1'));
+      expect(live.status).toBe('LIVE');
+      const before = await served(gateway.url);
+      // The first request goes through the Node router, which hands the host to HAProxy.
+      expect(await get(slug, '/first')).toMatchObject({ status: 200, body: 'e1 /first' });
+      const after = await until('HAProxy to serve the egg', async () => {
+        const r = await get(slug, '/edge?secret=1');
+        expect(r).toMatchObject({ status: 200, body: 'e1 /edge?secret=1' });
+        const now = await served(gateway.url);
+        return now.edge > before.edge && now;
+      });
+      expect(after.edge).toBeGreaterThan(before.edge);
+      // Each request through HAProxy is one runtime line, as through the Node router, without its query.
+      const lines = await until('the request lines', async () => {
+        const found = (await runtimeLines(live.id)).map((l) => l.message).filter((m) => /^GET \/(first|edge) 200 \d+ms$/.test(m));
+        return found.some((m) => m.startsWith('GET /edge ')) && found;
+      });
+      expect(lines[0]).toMatch(/^GET \/first 200 \d+ms$/);
+      expect(lines.join('\n')).not.toContain('secret');
+    }, 120_000);
+
+    it('the egg gets the X-Forwarded headers through HAProxy as through the Node router', async () => {
+      const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
+      const slug = await newEgg();
+      await gateway.services.apps.setTier(slug, 'always_on');
+      expect((await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG })).status).toBe(
+        'LIVE',
+      );
+      const viaNode = JSON.parse((await get(slug, '/')).body);
+      const before = (await served(gateway.url)).edge;
+      const viaEdge = await until('HAProxy to serve the egg', async () => {
+        const r = await get(slug, '/');
+        return (await served(gateway.url)).edge > before && JSON.parse(r.body);
+      });
+      // The port is the Host header's, 80 without one (as http-proxy-3 says it).
+      for (const seen of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
+    }, 120_000);
+
+    it('a WebSocket open through HAProxy keeps a free egg awake; once closed, the egg sleeps', async () => {
+      const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
+      const slug = await newEgg();
+      const live = await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG });
+      expect(live.status).toBe('LIVE');
+      const before = (await served(gateway.url)).edge;
+      await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before);
+      const { port } = new URL(gateway.routerUrl);
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: hostOf(slug) } });
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+      const opened = Date.now();
+      const row = async () =>
+        (
+          await gateway.ds.query<Array<{ last_request_at: Date | null; slept_at: Date | null }>>(
+            'SELECT last_request_at, slept_at FROM deployments WHERE id = $1',
+            [live.id],
+          )
+        )[0];
+      // The gateway records the open connection as activity, again and again, past the sleep time (1.5 s).
+      await until(
+        'activity recorded past the sleep time',
+        async () => {
+          const r = await row();
+          expect(r.slept_at).toBeNull();
+          return r.last_request_at !== null && r.last_request_at.getTime() > opened + 2000;
+        },
+        1_000_000,
+      );
+      ws.terminate();
+      await until('the egg to sleep', async () => (await row()).slept_at !== null, 1_000_000);
+    }, 120_000);
+  },
+);
