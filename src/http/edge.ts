@@ -5,6 +5,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log';
 import type { Endpoint } from '../runtime/runtime.port';
 
@@ -216,7 +217,7 @@ export class HaproxyEdge {
       const result = new Promise<{ ok: boolean; line: string } | null>((done) => {
         heard = (ok, line) => done({ ok, line });
         this.loaded.push(heard);
-        setTimeout(() => done(null), 1000 * (attempt + 1)).unref();
+        setTimeout(() => done(null), 500 * (attempt + 1)).unref();
       });
       child.kill('SIGUSR2');
       const outcome = await result;
@@ -225,6 +226,8 @@ export class HaproxyEdge {
         continue;
       }
       if (!outcome.ok) this.opts.log.error({ line: outcome.line }, 'router: HAProxy refused its new routes; it keeps the previous ones');
+      // The master goes on settling a moment after it says so: a signal then would go unheard.
+      await sleep(100);
       return;
     }
     this.opts.log.error('router: HAProxy did not reload; it keeps the previous routes until the next change');
