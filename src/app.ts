@@ -315,7 +315,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         log,
         metrics,
         wakeTimeoutMs: config.docker.healthTimeoutMs,
-        edge: config.routerEdge === 'haproxy' ? { bin: config.haproxyBin } : undefined,
+        edge: config.routerEdge === 'haproxy' ? { bin: config.haproxyBin, idleMs: config.routerEdgeIdleMs } : undefined,
       });
       routerUrl = await router.listen(config.routerPort, config.host);
       return url;

@@ -35,6 +35,8 @@ export interface Config {
   routerEdge: 'node' | 'haproxy';
   /** The HAProxy executable, for routerEdge `haproxy`. */
   haproxyBin: string;
+  /** How long a host HAProxy serves may go without a request (or an open connection) before the Node router takes it back. */
+  routerEdgeIdleMs: number;
   /** The PostgreSQL server where each preview gets a database and role of its own (docker runtime); null: the gateway's own. */
   previewDatabaseUrl: string | null;
   simBuildMs: number;
@@ -213,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     routerPort: int(env, 'HATCHERY_ROUTER_PORT', 8080, 0, 65535),
     routerEdge: oneOf(env, 'HATCHERY_ROUTER_EDGE', ['node', 'haproxy'] as const, 'node'),
     haproxyBin: env.HATCHERY_HAPROXY_BIN || 'haproxy',
+    routerEdgeIdleMs: int(env, 'HATCHERY_ROUTER_EDGE_IDLE_MS', 60_000, 1000, 86_400_000),
     previewDatabaseUrl: env.HATCHERY_PREVIEW_DATABASE_URL || null,
     simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
     previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,

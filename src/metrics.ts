@@ -102,6 +102,11 @@ export class Metrics {
     labelNames: ['via', 'status_class'] as const,
     registers: [this.registry],
   });
+  private readonly edgeHosts = new Gauge({
+    name: 'hatchery_router_edge_hosts',
+    help: 'Hosts HAProxy serves itself (HATCHERY_ROUTER_EDGE=haproxy); any other host goes to the Node router.',
+    registers: [this.registry],
+  });
   private readonly webhookDeliveries = new Counter({
     name: 'hatchery_webhook_deliveries_total',
     help: 'Webhook delivery attempts, by outcome (succeeded, failed: given up, retry: another attempt is scheduled) and event.',
@@ -223,6 +228,10 @@ export class Metrics {
 
   routerRequest(via: 'edge' | 'node', status: number): void {
     this.routerRequests.inc({ via, status_class: `${Math.floor(status / 100)}xx` });
+  }
+
+  routerEdgeHosts(count: number): void {
+    this.edgeHosts.set(count);
   }
 
   webhookDelivery(outcome: WebhookOutcome, event: string): void {

@@ -127,7 +127,9 @@ export class HaproxyEdge {
 
   /** Starts HAProxy's master on the configuration written last; resolves once its worker serves. */
   private async spawnChild(): Promise<void> {
-    const child = spawn(this.opts.bin, ['-W', '-db', '-f', path.join(this.dir, 'haproxy.cfg')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.opts.bin, ['-W', '-db', '-S', `${path.join(this.dir, 'master.sock')},mode,600`, '-f', path.join(this.dir, 'haproxy.cfg')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     this.lastAlert = '';
     const started = new Promise<void>((done, fail) => {
@@ -180,13 +182,23 @@ export class HaproxyEdge {
     return this.reloading;
   }
 
-  /** Open connections per deployment (WebSockets, requests in flight), from HAProxy's statistics. */
+  /**
+   * Open connections per deployment (WebSockets, requests in flight), from the statistics of
+   * every HAProxy worker: the current one and those a reload left finishing their connections
+   * (a WebSocket opened before a reload lives on in the old worker).
+   */
   async busy(): Promise<Map<string, number>> {
-    const csv = await this.admin('show stat -1 2 -1');
+    const master = path.join(this.dir, 'master.sock');
+    const workers = [...(await this.admin('show proc', master)).matchAll(/^(\d+)\s+worker\b/gm)].map((m) => m[1]);
     const found = new Map<string, number>();
-    for (const row of csv.split('\n')) {
-      const [pxname, svname, , , scur] = row.split(',');
-      if (svname === 'BACKEND' && pxname?.startsWith(BACKEND_PREFIX) && Number(scur) > 0) found.set(pxname.slice(BACKEND_PREFIX.length), Number(scur));
+    for (const pid of workers) {
+      const csv = await this.admin(`@!${pid} show stat -1 2 -1`, master);
+      for (const row of csv.split('\n')) {
+        const [pxname, svname, , , scur] = row.split(',');
+        if (svname !== 'BACKEND' || !pxname?.startsWith(BACKEND_PREFIX) || !(Number(scur) > 0)) continue;
+        const id = pxname.slice(BACKEND_PREFIX.length);
+        found.set(id, (found.get(id) ?? 0) + Number(scur));
+      }
     }
     return found;
   }
@@ -258,9 +270,9 @@ export class HaproxyEdge {
     });
   }
 
-  private admin(command: string): Promise<string> {
+  private admin(command: string, socketPath = this.adminSocket): Promise<string> {
     return new Promise((done, fail) => {
-      const socket = net.connect(this.adminSocket);
+      const socket = net.connect(socketPath);
       let out = '';
       socket.setEncoding('utf8');
       socket.on('data', (chunk: string) => (out += chunk));

@@ -15,7 +15,7 @@ export interface RouterOptions {
   deployments: Pick<DeploymentsService, 'route' | 'wakeForRequest' | 'touch' | 'stillRouted' | 'supervisor'>;
   runtime: Runtime;
   log: Logger;
-  metrics?: Pick<Metrics, 'routerRequest'>;
+  metrics?: Pick<Metrics, 'routerRequest' | 'routerEdgeHosts'>;
   /** How long a request waits for its egg to listen (a restart, a rollback, a crash's backoff) before a 503. */
   waitMs?: number;
   /** How long a sleeping egg may take to wake and listen. */
@@ -26,7 +26,7 @@ export interface RouterOptions {
    * HAProxy in front (`bin`: its executable): hosts resolved to an awake egg are served by it
    * directly, everything else by this router behind it (src/http/edge.ts). Needs routeCacheMs > 0.
    */
-  edge?: { bin: string };
+  edge?: { bin: string; idleMs?: number };
 }
 
 export interface Router {
@@ -103,6 +103,7 @@ export function createRouter(opts: RouterOptions): Router {
     void (async () => {
       // Connections open through the edge (WebSockets, long requests) keep their eggs awake, as those through this router do.
       const open = edge ? await edge.busy().catch(() => new Map<string, number>()) : new Map<string, number>();
+      for (const id of open.keys()) if (edgeSeen.has(id)) edgeSeen.set(id, Date.now());
       const ids = [...new Set([...touched, ...sockets.keys(), ...open.keys()])];
       touched.clear();
       await opts.deployments.touch(ids);
@@ -114,8 +115,21 @@ export function createRouter(opts: RouterOptions): Router {
   let edge: HaproxyEdge | null = null;
   const promoted = new Map<string, EdgeRoute>();
   let promotedEndpointsAt = Date.now();
+  /**
+   * When HAProxy last passed a request to each promoted deployment, or held a connection to it
+   * open: a host idle for edgeIdleMs (a minute by default) is given back to this router, so that what HAProxy serves (and
+   * what is checked every 2 s) stays the eggs in use.
+   */
+  const edgeSeen = new Map<string, number>();
+  const edgeIdleMs = opts.edge?.idleMs ?? 60_000;
   const pushEdge = () => {
-    if (edge) void edge.apply(new Map(promoted)).catch((err: unknown) => opts.log.error({ err }, 'router: updating the edge failed'));
+    const to = edge;
+    if (!to) return;
+    // The gauge says what HAProxy serves once it has reloaded, not what it is about to.
+    void to
+      .apply(new Map(promoted))
+      .then(() => opts.metrics?.routerEdgeHosts(to.current().size))
+      .catch((err: unknown) => opts.log.error({ err }, 'router: updating the edge failed'));
   };
   /** After a request this router passed to an awake egg: its host is served by the edge from now on. */
   function promote(host: string, deploymentId: string): void {
@@ -123,6 +137,7 @@ export function createRouter(opts: RouterOptions): Router {
     const cached = endpoints.get(deploymentId);
     if (!cached || cached.endpoints.length === 0) return;
     promoted.set(host, { deploymentId, endpoints: cached.endpoints });
+    edgeSeen.set(deploymentId, Date.now());
     pushEdge();
   }
   /** The edge stops serving the deployment's hosts: their requests come here again. */
@@ -144,6 +159,10 @@ export function createRouter(opts: RouterOptions): Router {
       void (async () => {
         const ids = [...new Set([...promoted.values()].map((r) => r.deploymentId))];
         const still = await opts.deployments.stillRouted(ids);
+        for (const id of ids) if (Date.now() - (edgeSeen.get(id) ?? Date.now()) > edgeIdleMs) still.delete(id);
+        // (What was promoted while the statement ran is kept.)
+        const promotedNow = new Set([...promoted.values()].map((r) => r.deploymentId));
+        for (const id of edgeSeen.keys()) if (!promotedNow.has(id)) edgeSeen.delete(id);
         const refresh = Date.now() - promotedEndpointsAt >= 2000;
         const found = new Map<string, Endpoint[]>();
         if (refresh) {
@@ -406,6 +425,7 @@ export function createRouter(opts: RouterOptions): Router {
           onRequest(r) {
             if (r.deploymentId === null) return;
             touched.add(r.deploymentId);
+            if (edgeSeen.has(r.deploymentId)) edgeSeen.set(r.deploymentId, Date.now());
             opts.metrics?.routerRequest('edge', r.status);
             opts.deployments.supervisor.runtimeLine(r.deploymentId, `${r.method} ${r.path.slice(0, 200)} ${r.status} ${r.ms}ms`, new Date());
           },

@@ -14,12 +14,13 @@ const haproxyHere = (() => {
 })();
 if (process.env.CI === 'true' && !haproxyHere) throw new Error('CI must have HAProxy for the router edge tests (.ci/run installs it)');
 
-/** The router's requests by what served them, from GET /metrics. */
-async function served(gatewayUrl: string): Promise<{ edge: number; node: number }> {
+/** The router's requests by what served them, and the hosts HAProxy serves now, from GET /metrics. */
+async function served(gatewayUrl: string): Promise<{ edge: number; node: number; hosts: number }> {
   const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
   const sum = (via: string) =>
     [...text.matchAll(new RegExp(`^hatchery_router_requests_total\\{via="${via}",status_class="[^"]+"\\} (\\d+)`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
-  return { edge: sum('edge'), node: sum('node') };
+  const hosts = /^hatchery_router_edge_hosts (\d+)/m.exec(text);
+  return { edge: sum('edge'), node: sum('node'), hosts: hosts ? Number(hosts[1]) : 0 };
 }
 
 /** An egg that answers with the X-Forwarded headers it got, and holds a WebSocket open. */
@@ -39,7 +40,8 @@ server.listen(Number(process.env.PORT));
 
 (haproxyHere ? hostingSuite : (name: string) => describe.skip(name, () => it('needs HAProxy', () => undefined)))(
   'hosting for real with HAProxy in front of the router (HATCHERY_ROUTER_EDGE=haproxy)',
-  { HATCHERY_ROUTER_EDGE: 'haproxy' },
+  // Hosts go back to the Node router after 3 s without a request: the scenarios above meet that too.
+  { HATCHERY_ROUTER_EDGE: 'haproxy', HATCHERY_ROUTER_EDGE_IDLE_MS: '3000' },
   (ctx) => {
     it('an awake egg is served by HAProxy itself after its first request; its requests are still logged to the deployment', async () => {
       const { gateway, newEgg, deployFiles, get, runtimeLines } = ctx();
@@ -66,6 +68,28 @@ server.listen(Number(process.env.PORT));
       expect(lines.join('\n')).not.toContain('secret');
     }, 120_000);
 
+    it('a host idle for HATCHERY_ROUTER_EDGE_IDLE_MS goes back to the Node router; its next request hands it to HAProxy again', async () => {
+      const { gateway, newEgg, deployFiles, get } = ctx();
+      const slug = await newEgg();
+      await gateway.services.apps.setTier(slug, 'always_on');
+      expect((await deployFiles(slug, eggFiles('idle'))).status).toBe('LIVE');
+      const before = await served(gateway.url);
+      await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before.edge);
+      expect((await served(gateway.url)).hosts).toBeGreaterThan(0);
+      // No request for 3 s: HAProxy holds no host of this suite's any more.
+      await until('every host back with the Node router', async () => (await served(gateway.url)).hosts === 0, 1_000_000);
+      const idle = await served(gateway.url);
+      expect(await get(slug, '/back')).toMatchObject({ status: 200, body: 'idle /back' });
+      // (The Node router counts a request once its answer is closed.)
+      const after = await until('the Node router to count it', async () => {
+        const now = await served(gateway.url);
+        return now.node > idle.node && now;
+      });
+      expect(after.node).toBe(idle.node + 1);
+      expect(after.edge).toBe(idle.edge);
+      await until('HAProxy to serve it again', async () => (await served(gateway.url)).hosts > 0);
+    }, 120_000);
+
     it('the egg gets the X-Forwarded headers through HAProxy as through the Node router', async () => {
       const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
       const slug = await newEgg();
@@ -83,8 +107,12 @@ server.listen(Number(process.env.PORT));
       for (const seen of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
     }, 120_000);
 
-    it('a WebSocket open through HAProxy keeps a free egg awake; once closed, the egg sleeps', async () => {
+    it('a WebSocket open through HAProxy keeps a free egg awake, across a reload of HAProxy; once closed, the egg sleeps', async () => {
       const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
+      // Another egg, whose first request through the router makes HAProxy reload while the WebSocket is open.
+      const other = await newEgg();
+      await gateway.services.apps.setTier(other, 'always_on');
+      expect((await deployFiles(other, eggFiles('other'))).status).toBe('LIVE');
       const slug = await newEgg();
       const live = await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG });
       expect(live.status).toBe('LIVE');
@@ -94,6 +122,9 @@ server.listen(Number(process.env.PORT));
       const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: hostOf(slug) } });
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
       const opened = Date.now();
+      // The reload: the WebSocket stays with the worker it came to, which HAProxy keeps until it closes.
+      const reloaded = (await served(gateway.url)).edge;
+      await until('HAProxy to serve the other egg', async () => (await get(other, '/')).status === 200 && (await served(gateway.url)).edge > reloaded);
       const row = async () =>
         (
           await gateway.ds.query<Array<{ last_request_at: Date | null; slept_at: Date | null }>>(
