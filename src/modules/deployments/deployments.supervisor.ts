@@ -44,9 +44,47 @@ export interface SupervisorHooks {
  * stops its eggs before its leases can lapse; one that stops releases them, and the others
  * claim them at once.
  */
+/**
+ * The eggs a gateway runs, by egg id, each with the deployment it runs; also indexed by
+ * deployment, since every request line the router writes asks whether its deployment runs here
+ * (a scan of all eggs per line, with a hundred eggs live).
+ */
+export class RunningEggs extends Map<string, { deploymentId: string; egg: RunningEgg }> {
+  private readonly deployments = new Map<string, number>();
+
+  override set(appId: string, r: { deploymentId: string; egg: RunningEgg }): this {
+    const had = this.get(appId);
+    if (had) this.drop(had.deploymentId);
+    this.deployments.set(r.deploymentId, (this.deployments.get(r.deploymentId) ?? 0) + 1);
+    return super.set(appId, r);
+  }
+
+  override delete(appId: string): boolean {
+    const had = this.get(appId);
+    if (had) this.drop(had.deploymentId);
+    return super.delete(appId);
+  }
+
+  override clear(): void {
+    this.deployments.clear();
+    super.clear();
+  }
+
+  /** Whether one of the eggs runs this deployment. */
+  runs(deploymentId: string): boolean {
+    return this.deployments.has(deploymentId);
+  }
+
+  private drop(deploymentId: string): void {
+    const left = (this.deployments.get(deploymentId) ?? 1) - 1;
+    if (left > 0) this.deployments.set(deploymentId, left);
+    else this.deployments.delete(deploymentId);
+  }
+}
+
 export class BuildSupervisor {
   private readonly builds = new Map<string, AbortController>();
-  private readonly running = new Map<string, { deploymentId: string; egg: RunningEgg }>();
+  private readonly running = new RunningEggs();
   private readonly tasks = new InFlight();
   /** Runner work on one egg runs one piece at a time, in order. */
   private readonly eggQueues = new Map<string, Promise<void>>();
@@ -103,7 +141,7 @@ export class BuildSupervisor {
         this.builds.delete(deployment.id);
         if (current) await this.run(current);
         // Nothing more to write for it here unless it runs here.
-        if (![...this.running.values()].some((r) => r.deploymentId === deployment.id)) this.writer.forget(deployment.id);
+        if (!this.running.runs(deployment.id)) this.writer.forget(deployment.id);
       } catch (err) {
         if (!abort.signal.aborted) this.hooks.onError(err);
       } finally {
@@ -228,8 +266,7 @@ export class BuildSupervisor {
   }
 
   private runsHere(deploymentId: string): boolean {
-    for (const r of this.running.values()) if (r.deploymentId === deploymentId) return true;
-    return false;
+    return this.running.runs(deploymentId);
   }
 
   /** Claims builds whose builder's lease lapsed and resumes them here. */
