@@ -20,7 +20,6 @@
  * images `hatchery-bench-*:<pid>-<nonce>…`, containers labelled `hatchery.bench`) and removed at
  * the end; what a killed run left is removed by the next one.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -39,6 +38,7 @@ import { buildApp, Gateway } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/log';
 import { EGG_PORT, LABELS, PORT_KEY } from '../src/runtime/docker/docker.runtime';
+import { haproxyInstalled } from '../test/support/haproxy';
 import { docker as engine, ensureNodeImage, sourceArchive } from '../test/support/node-image';
 import { autocannon, LoadSettings, startLoad } from './load-process';
 import { num, Row } from './settings';
@@ -59,17 +59,8 @@ export const RUNTIME = {
   /** Deploys under way at once while the eggs of (5) are started. */
   deployConcurrency: num('BENCH_RUNTIME_DEPLOY_CONCURRENCY', 4),
   /** The gateway's HATCHERY_ROUTER_EDGE: HAProxy in front of the router where it is installed, else the Node router alone. */
-  edge: (process.env.BENCH_ROUTER_EDGE ?? (haproxyInstalled() ? 'haproxy' : 'node')) as 'haproxy' | 'node',
+  edge: (process.env.BENCH_ROUTER_EDGE ?? (haproxyInstalled(process.env.HATCHERY_HAPROXY_BIN || 'haproxy') ? 'haproxy' : 'node')) as 'haproxy' | 'node',
 };
-
-function haproxyInstalled(): boolean {
-  try {
-    execFileSync(process.env.HATCHERY_HAPROXY_BIN || 'haproxy', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Labels the containers this phase makes itself (the baselines): the run's tag. */
 const BENCH_LABEL = 'hatchery.bench';

@@ -128,7 +128,8 @@ export class HaproxyEdge {
   /** Starts HAProxy's master on the configuration written last; resolves once its worker serves. */
   private async spawnChild(): Promise<void> {
     const child = spawn(this.opts.bin, ['-W', '-db', '-S', `${path.join(this.dir, 'master.sock')},mode,600`, '-f', path.join(this.dir, 'haproxy.cfg')], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its log lines come through the ring (logServer); stderr carries the master's notices.
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child = child;
     this.lastAlert = '';
@@ -139,7 +140,6 @@ export class HaproxyEdge {
       this.loaded.push((ok, line) => (ok ? done() : fail(new Error(`HAProxy did not start: ${line}`))));
       child.once('exit', (code) => fail(new Error(`HAProxy exited with code ${code} as it started${this.lastAlert ? `: ${this.lastAlert}` : ''}`)));
     });
-    child.stdout.resume();
     createInterface({ input: child.stderr })
       .on('line', (line) => this.onMasterLine(line))
       .on('error', () => undefined);

@@ -1,18 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import WebSocket from 'ws';
 import { until } from '../crons/helpers';
 import { eggFiles, hostingSuite } from './hosting.suite';
-
-/** Is HAProxy here? CI installs it (.ci/run); elsewhere these run only where it is. */
-const haproxyHere = (() => {
-  try {
-    execFileSync('haproxy', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (process.env.CI === 'true' && !haproxyHere) throw new Error('CI must have HAProxy for the router edge tests (.ci/run installs it)');
 
 /** The router's requests by what served them, and the hosts HAProxy serves now, from GET /metrics. */
 async function served(gatewayUrl: string): Promise<{ edge: number; node: number; hosts: number }> {
@@ -38,7 +26,7 @@ server.on('upgrade', (req, socket) => {
 server.listen(Number(process.env.PORT));
 `;
 
-(haproxyHere ? hostingSuite : (name: string) => describe.skip(name, () => it('needs HAProxy', () => undefined)))(
+hostingSuite(
   'hosting for real with HAProxy in front of the router (HATCHERY_ROUTER_EDGE=haproxy)',
   // Hosts go back to the Node router after 3 s without a request: the scenarios above meet that too.
   { HATCHERY_ROUTER_EDGE: 'haproxy', HATCHERY_ROUTER_EDGE_IDLE_MS: '3000' },

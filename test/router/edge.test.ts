@@ -4,19 +4,9 @@ import { until } from '../crons/helpers';
 import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { createTestDatabase } from '../support/db';
+import { describeHaproxy } from '../support/haproxy-describe';
 import { startGateway, TEST_KEY, TestGateway } from '../support/gateway';
 import { viaRouter } from '../support/router';
-
-/** Is HAProxy here? CI installs it (.ci/run); elsewhere these run only where it is. */
-const haproxyHere = (() => {
-  try {
-    execFileSync('haproxy', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (process.env.CI === 'true' && !haproxyHere) throw new Error('CI must have HAProxy for the router edge tests (.ci/run installs it)');
 
 /** What a raw request gets back, whole. */
 function raw(routerUrl: string, request: string): Promise<string> {
@@ -75,7 +65,7 @@ describe('HATCHERY_ROUTER_EDGE=haproxy: the start', () => {
   });
 });
 
-(haproxyHere ? describe : describe.skip)('HATCHERY_ROUTER_EDGE=haproxy on the simulated runtime', () => {
+describeHaproxy('HATCHERY_ROUTER_EDGE=haproxy on the simulated runtime', () => {
   let t: TestGateway;
   const domain = 'eggs.test';
 
