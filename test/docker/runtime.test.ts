@@ -89,6 +89,16 @@ describeDocker('the Docker runtime (real Engine)', () => {
     for (const id of made) for (const c of await containers(id)) await d.getContainer(c.Id).remove({ force: true });
   });
 
+  it('volume usage is measured even while other gateways measure on the same Engine (it runs one `system df` at a time)', async () => {
+    // Eight gateways' runtimes asking at once: the Engine refuses all but one at first.
+    const gateways = Array.from(
+      { length: 8 },
+      () => new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 1000, healthTimeoutMs: 1000, volumeUsageMaxAgeMs: 0 }),
+    );
+    const used = await Promise.all(gateways.map((g) => g.volumeUsage('no-such-egg')));
+    expect(used).toEqual(Array(8).fill(0));
+  }, 60_000);
+
   it('builds a source with a Dockerfile, streams the step output, and succeeds only once the egg listens', async () => {
     const s = spec(dockerfile('v1'));
     const build = sink();

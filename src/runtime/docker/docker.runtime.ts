@@ -161,7 +161,7 @@ export class DockerRuntime implements Runtime {
     let sizes = this.usage && Date.now() - this.usage.at <= maxAge ? this.usage.mb : null;
     if (!sizes) {
       this.measuring ??= (async () => {
-        const df = (await this.docker.df()) as { Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> };
+        const df = (await this.diskUsage()) as { Volumes?: Array<{ Name: string; UsageData?: { Size?: number } }> };
         const mb = new Map((df.Volumes ?? []).map((v) => [v.Name, Math.ceil(Math.max(0, v.UsageData?.Size ?? 0) / (1024 * 1024))]));
         this.usage = { at: Date.now(), mb };
         return mb;
@@ -169,6 +169,24 @@ export class DockerRuntime implements Runtime {
       sizes = await this.measuring;
     }
     return sizes.get(volumeName(slug)) ?? 0;
+  }
+
+  /**
+   * The Engine's `system df`. It runs one at a time per Engine and refuses another meanwhile ("a
+   * disk usage operation is already running", a 500): other gateways on the Engine, or anything
+   * else calling `docker system df`, would make a measurement fail. Waited for and asked again,
+   * for up to 30 s.
+   */
+  private async diskUsage(): Promise<unknown> {
+    const deadline = Date.now() + 30_000;
+    for (let wait = 25; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        return await this.docker.df();
+      } catch (err) {
+        if (!/disk usage operation is already running/.test(String((err as Error).message)) || Date.now() + wait > deadline) throw err;
+        await sleep(wait);
+      }
+    }
   }
 
   /**
