@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import { until } from '../crons/helpers';
-import { eggFiles, hostingSuite } from './hosting.suite';
+import { eggFiles, HostingContext } from './hosting.suite';
 
 /** The router's requests by what served them, and the hosts HAProxy serves now, from GET /metrics. */
 async function served(gatewayUrl: string): Promise<{ edge: number; node: number; hosts: number }> {
@@ -26,112 +26,111 @@ server.on('upgrade', (req, socket) => {
 server.listen(Number(process.env.PORT));
 `;
 
-hostingSuite(
-  'hosting for real with HAProxy in front of the router (HATCHERY_ROUTER_EDGE=haproxy)',
-  // Hosts go back to the Node router after 3 s without a request: the scenarios above meet that too.
-  { HATCHERY_ROUTER_EDGE: 'haproxy', HATCHERY_ROUTER_EDGE_IDLE_MS: '3000' },
-  (ctx) => {
-    it('an awake egg is served by HAProxy itself after its first request; its requests are still logged to the deployment', async () => {
-      const { gateway, newEgg, deployFiles, get, runtimeLines } = ctx();
-      const slug = await newEgg();
-      await gateway.services.apps.setTier(slug, 'always_on');
-      const live = await deployFiles(slug, eggFiles('e1'));
-      expect(live.status).toBe('LIVE');
-      const before = await served(gateway.url);
-      // The first request goes through the Node router, which hands the host to HAProxy.
-      expect(await get(slug, '/first')).toMatchObject({ status: 200, body: 'e1 /first' });
-      const after = await until('HAProxy to serve the egg', async () => {
-        const r = await get(slug, '/edge?secret=1');
-        expect(r).toMatchObject({ status: 200, body: 'e1 /edge?secret=1' });
-        const now = await served(gateway.url);
-        return now.edge > before.edge && now;
-      });
-      expect(after.edge).toBeGreaterThan(before.edge);
-      // Each request through HAProxy is one runtime line, as through the Node router, without its query.
-      const lines = await until('the request lines', async () => {
-        const found = (await runtimeLines(live.id)).map((l) => l.message).filter((m) => /^GET \/(first|edge) 200 \d+ms$/.test(m));
-        return found.some((m) => m.startsWith('GET /edge ')) && found;
-      });
-      expect(lines[0]).toMatch(/^GET \/first 200 \d+ms$/);
-      expect(lines.join('\n')).not.toContain('secret');
-    }, 120_000);
+/** The gateway's settings for the hosting scenarios with HAProxy in front: hosts go back to the Node router after 3 s without a request, which the scenarios meet too. */
+export const EDGE_ENV = { HATCHERY_ROUTER_EDGE: 'haproxy', HATCHERY_ROUTER_EDGE_IDLE_MS: '3000' };
 
-    it('a host idle for HATCHERY_ROUTER_EDGE_IDLE_MS goes back to the Node router; its next request hands it to HAProxy again', async () => {
-      const { gateway, newEgg, deployFiles, get } = ctx();
-      const slug = await newEgg();
-      await gateway.services.apps.setTier(slug, 'always_on');
-      expect((await deployFiles(slug, eggFiles('idle'))).status).toBe('LIVE');
-      const before = await served(gateway.url);
-      await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before.edge);
-      expect((await served(gateway.url)).hosts).toBeGreaterThan(0);
-      // No request for 3 s: HAProxy holds no host of this suite's any more.
-      await until('every host back with the Node router', async () => (await served(gateway.url)).hosts === 0, 1_000_000);
-      const idle = await served(gateway.url);
-      expect(await get(slug, '/back')).toMatchObject({ status: 200, body: 'idle /back' });
-      // (The Node router counts a request once its answer is closed.)
-      const after = await until('the Node router to count it', async () => {
-        const now = await served(gateway.url);
-        return now.node > idle.node && now;
-      });
-      expect(after.node).toBe(idle.node + 1);
-      expect(after.edge).toBe(idle.edge);
-      await until('HAProxy to serve it again', async () => (await served(gateway.url)).hosts > 0);
-    }, 120_000);
+/** What only HAProxy in front adds to the hosting scenarios (run by hosting.e2e after them). */
+export function edgeScenarios(ctx: () => HostingContext): void {
+  it('an awake egg is served by HAProxy itself after its first request; its requests are still logged to the deployment', async () => {
+    const { gateway, newEgg, deployFiles, get, runtimeLines } = ctx();
+    const slug = await newEgg();
+    await gateway.services.apps.setTier(slug, 'always_on');
+    const live = await deployFiles(slug, eggFiles('e1'));
+    expect(live.status).toBe('LIVE');
+    const before = await served(gateway.url);
+    // The first request goes through the Node router, which hands the host to HAProxy.
+    expect(await get(slug, '/first')).toMatchObject({ status: 200, body: 'e1 /first' });
+    const after = await until('HAProxy to serve the egg', async () => {
+      const r = await get(slug, '/edge?secret=1');
+      expect(r).toMatchObject({ status: 200, body: 'e1 /edge?secret=1' });
+      const now = await served(gateway.url);
+      return now.edge > before.edge && now;
+    });
+    expect(after.edge).toBeGreaterThan(before.edge);
+    // Each request through HAProxy is one runtime line, as through the Node router, without its query.
+    const lines = await until('the request lines', async () => {
+      const found = (await runtimeLines(live.id)).map((l) => l.message).filter((m) => /^GET \/(first|edge) 200 \d+ms$/.test(m));
+      return found.some((m) => m.startsWith('GET /edge ')) && found;
+    });
+    expect(lines[0]).toMatch(/^GET \/first 200 \d+ms$/);
+    expect(lines.join('\n')).not.toContain('secret');
+  }, 120_000);
 
-    it('the egg gets the X-Forwarded headers through HAProxy as through the Node router', async () => {
-      const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
-      const slug = await newEgg();
-      await gateway.services.apps.setTier(slug, 'always_on');
-      expect((await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG })).status).toBe(
-        'LIVE',
-      );
-      const viaNode = JSON.parse((await get(slug, '/')).body);
-      const before = (await served(gateway.url)).edge;
-      const viaEdge = await until('HAProxy to serve the egg', async () => {
-        const r = await get(slug, '/');
-        return (await served(gateway.url)).edge > before && JSON.parse(r.body);
-      });
-      // The port is the Host header's, 80 without one (as http-proxy-3 says it).
-      for (const seen of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
-    }, 120_000);
+  it('a host idle for HATCHERY_ROUTER_EDGE_IDLE_MS goes back to the Node router; its next request hands it to HAProxy again', async () => {
+    const { gateway, newEgg, deployFiles, get } = ctx();
+    const slug = await newEgg();
+    await gateway.services.apps.setTier(slug, 'always_on');
+    expect((await deployFiles(slug, eggFiles('idle'))).status).toBe('LIVE');
+    const before = await served(gateway.url);
+    await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before.edge);
+    expect((await served(gateway.url)).hosts).toBeGreaterThan(0);
+    // No request for 3 s: HAProxy holds no host of this suite's any more.
+    await until('every host back with the Node router', async () => (await served(gateway.url)).hosts === 0, 1_000_000);
+    const idle = await served(gateway.url);
+    expect(await get(slug, '/back')).toMatchObject({ status: 200, body: 'idle /back' });
+    // (The Node router counts a request once its answer is closed.)
+    const after = await until('the Node router to count it', async () => {
+      const now = await served(gateway.url);
+      return now.node > idle.node && now;
+    });
+    expect(after.node).toBe(idle.node + 1);
+    expect(after.edge).toBe(idle.edge);
+    await until('HAProxy to serve it again', async () => (await served(gateway.url)).hosts > 0);
+  }, 120_000);
 
-    it('a WebSocket open through HAProxy keeps a free egg awake, across a reload of HAProxy; once closed, the egg sleeps', async () => {
-      const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
-      // Another egg, whose first request through the router makes HAProxy reload while the WebSocket is open.
-      const other = await newEgg();
-      await gateway.services.apps.setTier(other, 'always_on');
-      expect((await deployFiles(other, eggFiles('other'))).status).toBe('LIVE');
-      const slug = await newEgg();
-      const live = await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG });
-      expect(live.status).toBe('LIVE');
-      const before = (await served(gateway.url)).edge;
-      await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before);
-      const { port } = new URL(gateway.routerUrl);
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: hostOf(slug) } });
-      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-      const opened = Date.now();
-      // The reload: the WebSocket stays with the worker it came to, which HAProxy keeps until it closes.
-      const reloaded = (await served(gateway.url)).edge;
-      await until('HAProxy to serve the other egg', async () => (await get(other, '/')).status === 200 && (await served(gateway.url)).edge > reloaded);
-      const row = async () =>
-        (
-          await gateway.ds.query<Array<{ last_request_at: Date | null; slept_at: Date | null }>>(
-            'SELECT last_request_at, slept_at FROM deployments WHERE id = $1',
-            [live.id],
-          )
-        )[0];
-      // The gateway records the open connection as activity, again and again, past the sleep time (1.5 s).
-      await until(
-        'activity recorded past the sleep time',
-        async () => {
-          const r = await row();
-          expect(r.slept_at).toBeNull();
-          return r.last_request_at !== null && r.last_request_at.getTime() > opened + 2000;
-        },
-        1_000_000,
-      );
-      ws.terminate();
-      await until('the egg to sleep', async () => (await row()).slept_at !== null, 1_000_000);
-    }, 120_000);
-  },
-);
+  it('the egg gets the X-Forwarded headers through HAProxy as through the Node router', async () => {
+    const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
+    const slug = await newEgg();
+    await gateway.services.apps.setTier(slug, 'always_on');
+    expect((await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG })).status).toBe(
+      'LIVE',
+    );
+    const viaNode = JSON.parse((await get(slug, '/')).body);
+    const before = (await served(gateway.url)).edge;
+    const viaEdge = await until('HAProxy to serve the egg', async () => {
+      const r = await get(slug, '/');
+      return (await served(gateway.url)).edge > before && JSON.parse(r.body);
+    });
+    // The port is the Host header's, 80 without one (as http-proxy-3 says it).
+    for (const seen of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
+  }, 120_000);
+
+  it('a WebSocket open through HAProxy keeps a free egg awake, across a reload of HAProxy; once closed, the egg sleeps', async () => {
+    const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
+    // Another egg, whose first request through the router makes HAProxy reload while the WebSocket is open.
+    const other = await newEgg();
+    await gateway.services.apps.setTier(other, 'always_on');
+    expect((await deployFiles(other, eggFiles('other'))).status).toBe('LIVE');
+    const slug = await newEgg();
+    const live = await deployFiles(slug, { 'package.json': JSON.stringify({ scripts: { start: 'node server.js' } }), 'server.js': HEADERS_EGG });
+    expect(live.status).toBe('LIVE');
+    const before = (await served(gateway.url)).edge;
+    await until('HAProxy to serve the egg', async () => (await get(slug, '/')).status === 200 && (await served(gateway.url)).edge > before);
+    const { port } = new URL(gateway.routerUrl);
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket`, { headers: { host: hostOf(slug) } });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const opened = Date.now();
+    // The reload: the WebSocket stays with the worker it came to, which HAProxy keeps until it closes.
+    const reloaded = (await served(gateway.url)).edge;
+    await until('HAProxy to serve the other egg', async () => (await get(other, '/')).status === 200 && (await served(gateway.url)).edge > reloaded);
+    const row = async () =>
+      (
+        await gateway.ds.query<Array<{ last_request_at: Date | null; slept_at: Date | null }>>(
+          'SELECT last_request_at, slept_at FROM deployments WHERE id = $1',
+          [live.id],
+        )
+      )[0];
+    // The gateway records the open connection as activity, again and again, past the sleep time (1.5 s).
+    await until(
+      'activity recorded past the sleep time',
+      async () => {
+        const r = await row();
+        expect(r.slept_at).toBeNull();
+        return r.last_request_at !== null && r.last_request_at.getTime() > opened + 2000;
+      },
+      1_000_000,
+    );
+    ws.terminate();
+    await until('the egg to sleep', async () => (await row()).slept_at !== null, 1_000_000);
+  }, 120_000);
+}

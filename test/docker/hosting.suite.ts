@@ -64,8 +64,8 @@ export interface HostingContext {
 }
 
 /**
- * The hosting scenarios end to end, run by hosting.e2e (the Node router alone) and hosting-edge.e2e
- * (HAProxy in front of it): `env` is what the gateway gets besides the suite's own settings.
+ * The hosting scenarios end to end, run by hosting.e2e with the Node router alone and with HAProxy
+ * in front of it: `env` is what the gateway gets besides the suite's own settings.
  */
 export function hostingSuite(name: string, env: Record<string, string>, more?: (ctx: () => HostingContext) => void): void {
   // With HAProxy in front, skipped where HAProxy is not installed too (never in CI).
@@ -427,7 +427,8 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
       } finally {
         await client.dispose();
       }
-      const cronContainers = () => d.listContainers({ all: true, filters: { label: [LABELS.cronRun] } });
+      // This egg's only: the other hosting suite may run crons on the same Engine meanwhile.
+      const cronContainers = () => d.listContainers({ all: true, filters: { label: [LABELS.cronRun, `${LABELS.app}=${slug}`] } });
       expect(await cronContainers()).toEqual([]);
 
       // A long one, cancelled: its container goes.
