@@ -67,6 +67,20 @@ export class Metrics {
     help: 'graphql-ws subscriptions currently streaming.',
     registers: [this.registry],
   });
+  /** Messages sent since the last scrape, by delivery: counted as plain numbers (a busy log sends tens of thousands a second), added up when scraped. */
+  private readonly sentSinceScrape = { direct: 0, loop: 0 };
+  private readonly subscriptionMessages = new Counter({
+    name: 'hatchery_graphql_subscription_messages_total',
+    help: 'graphql-ws next messages sent, by delivery: direct (written as the event came, the subscriber keeping up) or loop (through graphql-ws: a replay, a subscriber lagging, a result with errors).',
+    labelNames: ['delivery'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const delivery of ['direct', 'loop'] as const) {
+        this.subscriptionMessages.inc({ delivery }, this.sentSinceScrape[delivery]);
+        this.sentSinceScrape[delivery] = 0;
+      }
+    },
+  });
   private readonly logLines = new Counter({
     name: 'hatchery_log_lines_total',
     help: 'Deployment log lines stored, by type (build, runtime).',
@@ -201,6 +215,11 @@ export class Metrics {
           this.activeSubscriptions.inc();
         }
         return undefined;
+      },
+      /** A `next` message went out: written directly, or through graphql-ws's loop. */
+      sent: (direct: boolean): void => {
+        if (direct) this.sentSinceScrape.direct++;
+        else this.sentSinceScrape.loop++;
       },
       onComplete: (ctx: WsContext, id: string) => {
         if (active(ctx).delete(id)) this.activeSubscriptions.dec();

@@ -1,4 +1,5 @@
 import { createSourceEventStream, execute, ExecutionArgs, ExecutionResult } from 'graphql';
+import { DIRECT, DirectDelivery, deliversDirectly } from '../bus/pubsub';
 import type { Context } from './context';
 
 type Result = ExecutionResult | Promise<ExecutionResult>;
@@ -48,6 +49,19 @@ function mapEvents(iterable: AsyncIterable<unknown>, run: (payload: unknown) => 
   return mapped as unknown as AsyncGenerator<ExecutionResult, unknown, void>;
 }
 
+/** Gives `source` a sink that runs each value's execution and, when it is done at once and has no errors, writes it. */
+function directly(source: DirectDelivery<unknown>, run: (payload: unknown) => Result, write: (result: ExecutionResult) => boolean): void {
+  source[DIRECT]((payload) => {
+    let result: Result;
+    try {
+      result = run(payload);
+    } catch {
+      return false; // the usual way, where the error ends the stream as graphql-js would
+    }
+    return !isPromise(result) && !result.errors && write(result);
+  });
+}
+
 /**
  * Who an execution is for: the operation's text, name and variables, and the viewer (a field
  * may answer differently to different people). Null when the text is unknown: no sharing.
@@ -60,20 +74,47 @@ function audience(args: ExecutionArgs): string | null {
 }
 
 /**
+ * The one string of each content seen (comparing equal strings is fastest when they are the same
+ * string); at most 10,000 kept, then it starts again: only the speed depends on it.
+ */
+function canonical(strings: Map<string, string>, key: string | null): string | null {
+  if (key === null) return null;
+  const known = strings.get(key);
+  if (known !== undefined) return known;
+  if (strings.size >= 10_000) strings.clear();
+  strings.set(key, key);
+  return key;
+}
+
+/**
  * graphql-ws's `subscribe`: graphql-js's own, except that subscribers handed the very same event
  * object (a status change, a batch of log lines: one object for every subscriber of a
  * deployment) by the same operation with the same variables, as the same viewer, share one
  * execution of it. Five hundred people following one log then cost one execution per batch
  * instead of five hundred. Results are held only as long as the event object lives.
  */
-export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult, unknown, void> | ExecutionResult> {
+export function sharedSubscribe(
+  options: {
+    /**
+     * Where the subscriber's results may be written at once, from the publisher's dispatch (see
+     * `DIRECT` in src/bus/pubsub.ts): a function that writes one and answers whether it did; null
+     * when this subscriber's cannot be. Only results without errors go this way.
+     */
+    direct?(args: ExecutionArgs): ((result: ExecutionResult) => boolean) | null;
+  } = {},
+): (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult, unknown, void> | ExecutionResult> {
   const results = new WeakMap<object, Map<string, Result>>();
+  /** One string per audience, so that the subscribers of one compare their keys by identity. */
+  const audiences = new Map<string, string>();
+  /** The result looked up last: the next subscriber of a busy log most likely wants the same one. */
+  let last: { payload: object; key: string; result: Result } | null = null;
   return async (args) => {
     const source = await createSourceEventStream(args);
     if (!isAsyncIterable(source)) return source;
-    const key = audience(args);
+    const key = canonical(audiences, audience(args));
     const run = (payload: unknown): Result => {
       if (key === null || typeof payload !== 'object' || payload === null) return execute({ ...args, rootValue: payload });
+      if (last !== null && last.payload === payload && last.key === key) return last.result;
       let byAudience = results.get(payload);
       if (!byAudience) results.set(payload, (byAudience = new Map<string, Result>()));
       let result = byAudience.get(key);
@@ -81,8 +122,12 @@ export function sharedSubscribe(): (args: ExecutionArgs) => Promise<AsyncGenerat
         result = execute({ ...args, rootValue: payload });
         byAudience.set(key, result);
       }
+      last = { payload, key, result };
       return result;
     };
+    const write = key !== null ? options.direct?.(args) : null;
+    const direct: unknown = source;
+    if (write && deliversDirectly<unknown>(direct)) directly(direct, run, write);
     return mapEvents(source, run);
   };
 }

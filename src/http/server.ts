@@ -3,7 +3,7 @@ import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationTypeNode } from 'graphql';
+import { ExecutionResult, GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationTypeNode } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocket, WebSocketServer } from 'ws';
 import { DomainError, RateLimited, ServiceUnavailable } from '../errors';
@@ -266,6 +266,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const documents = sharedDocuments(deps.schema);
   const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
+  /** Each subscription's context → its direct writer (see sharedSubscribe's `direct`). */
+  const writers = new WeakMap<Context, (result: ExecutionResult) => boolean>();
   const sessions = new WsSessions({ ...deps.sessions, onError: (err) => deps.log.warn({ err }, 'checking graphql-ws connections’ tokens failed') });
   /** Authenticates the connection's credentials as they stand now; on failure the connection closes. */
   const authorize = async (ctx: { connectionParams?: Record<string, unknown> | undefined; extra: { socket: WebSocket } }, requestId: string) => {
@@ -298,7 +300,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       parse: documents.parse,
       validate: documents.validate,
       // One execution per event for every subscriber with the same operation and viewer.
-      subscribe: sharedSubscribe(),
+      // A subscriber's live results written straight to its socket while it keeps up.
+      subscribe: sharedSubscribe({ direct: (args) => writers.get(args.contextValue as Context) ?? null }),
       onConnect: async (ctx) => {
         if (!(await wsLimit.connectAllowed(ctx))) {
           ctx.extra.socket.close(4429, 'Too many requests');
@@ -319,14 +322,23 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
         const retry = failure instanceof RateLimited ? { retryAfter: failure.retryAfterSeconds } : {};
         return [new GraphQLError(failure.message, { extensions: { code: failure.code, ...retry } })];
       },
-      context: (ctx) => {
+      context: (ctx, id) => {
         // The caller authenticated at connect, with fresh loaders per operation.
-        return deps.buildContext.renew(contexts.get(ctx.extra)!);
+        const context = deps.buildContext.renew(contexts.get(ctx.extra)!);
+        const write = payloads.writer(ctx.extra.socket, id, () => id in ctx.subscriptions);
+        writers.set(context, (result) => {
+          if (!write(result)) return false;
+          wsMetrics.sent(true);
+          return true;
+        });
+        return context;
       },
-      onNext: (ctx, id, _payload, _args, result) =>
-        result.errors
+      onNext: (ctx, id, _payload, _args, result) => {
+        wsMetrics.sent(false);
+        return result.errors
           ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) }
-          : payloads.next(ctx.extra.socket, id, result),
+          : payloads.next(ctx.extra.socket, id, result);
+      },
       onError: (ctx, _id, _payload, errors) => errors.map((e) => formatWs(ctx, e.toJSON(), e)),
       onOperation: wsMetrics.onOperation,
       onComplete: wsMetrics.onComplete,

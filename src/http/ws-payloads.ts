@@ -37,6 +37,9 @@ function frameHeader(length: number, extra: number): { frame: Buffer; at: number
  * compression, which is then off); with an extension negotiated, or the socket closing, `ws`
  * sends the message.
  */
+/** How many bytes may wait unsent on a socket before its results stop being written directly. */
+export const DIRECT_MAX_BUFFERED = 1 << 20;
+
 export function sharedPayloads(wss: WebSocketServer) {
   const key = `hatcheryShared${randomBytes(8).toString('hex')}`;
   const standIn: Record<string, number> = Object.freeze({ [key]: 1 });
@@ -46,9 +49,35 @@ export function sharedPayloads(wss: WebSocketServer) {
   const serialized = new WeakMap<object, Buffer>();
   /** Per socket, per subscription id (as JSON): the payload bytes of the message being sent. */
   const slots = new WeakMap<WebSocket, Map<string, Buffer>>();
+  /** The TCP socket under each WebSocket. */
+  const tcps = new WeakMap<WebSocket, Duplex>();
+  /** The result serialized last: the next subscriber of a busy log most likely gets the same one. */
+  let last: { result: ExecutionResult; body: Buffer } | null = null;
+  const bodyOf = (result: ExecutionResult): Buffer => {
+    if (last !== null && last.result === result) return last.body;
+    let body = serialized.get(result);
+    if (body === undefined) {
+      body = Buffer.from(`${JSON.stringify(result)}}`);
+      serialized.set(result, body);
+    }
+    last = { result, body };
+    return body;
+  };
+  /** The frame of one message: its header and the bytes naming the subscription, then `body`, in one corked write. */
+  const writeFrame = (tcp: Duplex, head: string | Buffer, body: Buffer, cb?: (err?: Error | null) => void) => {
+    const headBytes = typeof head === 'string' ? Buffer.byteLength(head) : head.length;
+    const { frame, at } = frameHeader(headBytes + body.length, headBytes);
+    if (typeof head === 'string') frame.write(head, at);
+    else head.copy(frame, at);
+    tcp.cork();
+    tcp.write(frame);
+    tcp.write(body, cb);
+    tcp.uncork();
+  };
 
   wss.on('connection', (socket, request) => {
     const tcp: Duplex = request.socket;
+    tcps.set(socket, tcp);
     const send = socket.send.bind(socket) as (data: unknown, ...rest: unknown[]) => void;
     socket.send = ((data: unknown, ...rest: unknown[]) => {
       if (typeof data === 'string' && data.endsWith(suffix) && data.startsWith(prefix)) {
@@ -62,13 +91,7 @@ export function sharedPayloads(wss: WebSocketServer) {
         if (socket.readyState !== WebSocket.OPEN || socket.extensions !== '' || tcp.destroyed) {
           return send(Buffer.concat([Buffer.from(head), body]), { binary: false }, cb);
         }
-        const headBytes = Buffer.byteLength(head);
-        const { frame, at } = frameHeader(headBytes + body.length, headBytes);
-        frame.write(head, at);
-        tcp.cork();
-        tcp.write(frame);
-        tcp.write(body, cb);
-        tcp.uncork();
+        writeFrame(tcp, head, body, cb);
         return;
       }
       return send(data, ...rest);
@@ -78,15 +101,30 @@ export function sharedPayloads(wss: WebSocketServer) {
   return {
     /** For graphql-ws `onNext`, with a result that has no errors to format: what to send instead. */
     next(socket: WebSocket, id: string, result: ExecutionResult): Record<string, number> {
-      let body = serialized.get(result);
-      if (body === undefined) {
-        body = Buffer.from(`${JSON.stringify(result)}}`);
-        serialized.set(result, body);
-      }
+      const body = bodyOf(result);
       let pending = slots.get(socket);
       if (!pending) slots.set(socket, (pending = new Map<string, Buffer>()));
       pending.set(JSON.stringify(id), body);
       return standIn;
+    },
+    /**
+     * A writer of subscription `id`'s `next` messages straight to the socket, for results
+     * delivered without graphql-ws's loop (see `DIRECT` in src/bus/pubsub.ts): the message
+     * graphql-ws would send, written now. It declines (false) when the socket is not open, `ws`
+     * must frame the message itself (an extension), `stillOpen` says the subscription has ended,
+     * or more than `maxBuffered` bytes already wait to be sent: a subscriber that lags then goes
+     * the usual way, where its stream's bounded queue applies.
+     */
+    writer(socket: WebSocket, id: string, stillOpen: () => boolean, maxBuffered = DIRECT_MAX_BUFFERED): (result: ExecutionResult) => boolean {
+      const head = Buffer.from(`${prefix}${JSON.stringify(id)},"type":"next","payload":`);
+      const tcp = tcps.get(socket);
+      return (result) => {
+        if (!tcp || socket.readyState !== WebSocket.OPEN || socket.extensions !== '' || tcp.destroyed || tcp.writableLength > maxBuffered || !stillOpen()) {
+          return false;
+        }
+        writeFrame(tcp, head, bodyOf(result));
+        return true;
+      };
     },
   };
 }

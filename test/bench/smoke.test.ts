@@ -34,6 +34,7 @@ describe('npm run bench (shrunk)', () => {
         BENCH_CONNECTIONS: '2',
         BENCH_LOG_RATE: '200',
         BENCH_LOG_SECONDS: '1',
+        BENCH_LOG_ROUNDS: '2',
         BENCH_SUBSCRIBERS: '5',
         BENCH_IDLE_SUBSCRIBERS: '20',
         BENCH_DRAIN_MS: '20000',
@@ -82,7 +83,8 @@ describe('npm run bench (shrunk)', () => {
       'Live logs (5 subscribers): lines/s written (target 200)',
       'Live logs: share of lines delivered to every subscriber',
       'Live logs: lines/s delivered (all subscribers)',
-      'Live logs: p99 delivery latency (ms)',
+      'Live logs: p99 delivery latency (ms, median of 2)',
+      "Live logs: the server process's CPU while streaming (ms, median of 2)",
     ]);
     for (const r of rows) expect(out).toContain(`| ${r.measure}`);
     // Every HTTP figure is a ratio against a baseline measured in the same run.
@@ -103,6 +105,10 @@ describe('npm run bench (shrunk)', () => {
     // Idle subscribers: every one was subscribed (the gateway's gauge said so) and measured, on both sides.
     expect(raw.idle?.gateway).toMatchObject({ subscribers: 20, perSubscriberKb: { heapAndExternal: expect.any(Number) } });
     expect(raw.idle?.baseline).toMatchObject({ subscribers: 20, perSubscriberKb: { heapAndExternal: expect.any(Number) } });
+    // Live logs: two rounds each side (the gateway's second on a deployment of its own), every line to every subscriber in each.
+    expect(raw.logs?.gateway).toHaveLength(2);
+    expect(raw.logs?.baseline).toHaveLength(2);
+    for (const r of [...raw.logs.gateway, ...raw.logs.baseline]) expect(r.delivered).toBe(r.expectedTotal);
   });
 
   it('the GraphQL peers answer the same number of rows as the gateway, on the same database', () => {

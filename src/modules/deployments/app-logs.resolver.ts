@@ -1,4 +1,5 @@
-import { Args, Ctx, FieldResolver, Resolver, Root, Subscription } from 'type-graphql';
+import { Args, Ctx, FieldResolver, Resolver, Root, Subscription, Extensions } from 'type-graphql';
+import { EVENT_IS_RESULT } from '../../graphql/event-result';
 import { Context } from '../../graphql/context';
 import { oneByOne } from './log-stream';
 import { App } from '../apps/app.entity';
@@ -28,6 +29,7 @@ export class AppLogsResolver {
       return oneByOne(await ctx.services.deployments.watchAppLogBatches(ctx.actor, a.app, { since: a.since ?? null, q: a.q ?? null }));
     },
   })
+  @Extensions(EVENT_IS_RESULT)
   appLogs(@Root() line: LogLine, @Args(() => AppLogStreamArgs) _args: AppLogStreamArgs): LogLine {
     return line;
   }

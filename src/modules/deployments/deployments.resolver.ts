@@ -1,4 +1,5 @@
-import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root, Subscription, Extensions } from 'type-graphql';
+import { EVENT_IS_RESULT } from '../../graphql/event-result';
 import { Context } from '../../graphql/context';
 import { Connection } from '../../graphql/pagination';
 import { pageComplexity } from '../../graphql/limits';
@@ -109,6 +110,7 @@ export class DeploymentsResolver {
     description: 'The deployment’s current state at once, then every change; completes when it is deleted.',
     subscribe: ({ args, context }) => (context as Context).services.deployments.watchStatus((context as Context).actor, (args as StatusArgs).id),
   })
+  @Extensions(EVENT_IS_RESULT)
   deploymentStatus(@Root() d: Deployment, @Arg('id', () => ID, { description: 'Deployment id.' }) _id: string): Deployment {
     return d;
   }
@@ -121,6 +123,7 @@ export class DeploymentsResolver {
       return (context as Context).services.deployments.watchLogBatches((context as Context).actor, a.id, a.type ?? null, a.since ?? null, a.q ?? null);
     },
   })
+  @Extensions(EVENT_IS_RESULT)
   deploymentLogBatches(@Root() lines: LogLine[], @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine[] {
     return lines;
   }
@@ -133,6 +136,7 @@ export class DeploymentsResolver {
       return (context as Context).services.deployments.watchLogs((context as Context).actor, a.id, a.type ?? null, a.since ?? null, a.q ?? null);
     },
   })
+  @Extensions(EVENT_IS_RESULT)
   deploymentLogs(@Root() line: LogLine, @Args(() => LogStreamArgs) _args: LogStreamArgs): LogLine {
     return line;
   }

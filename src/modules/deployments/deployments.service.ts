@@ -5,7 +5,7 @@ import { NotFound, ValidationFailed } from '../../errors';
 import type { Actor } from '../accounts/actor';
 import { decodeCursor, isIntKey, Page, pageByIdDescSql, pageSize, toPage } from '../../db/paging';
 import { entityRows } from '../../db/rows';
-import { endWithConsumer, listenNow } from '../../bus/pubsub';
+import { DIRECT, DirectDelivery, DirectSink, endWithConsumer, listenNow } from '../../bus/pubsub';
 import { GatewayPubSub } from '../topics';
 import { newId } from '../../ids';
 import { BuildResult, EggSpec, Runtime } from '../../runtime/runtime.port';
@@ -548,8 +548,10 @@ export class DeploymentsService {
     const match = parseLogFilter(q);
     // A subscriber may fall behind by so many lines, however they are batched.
     const { events, deployment } = await this.listenThenGet(actor, id, (e) => (e.kind === 'lines' ? e.lines.length : 1));
+    const direct: { sink: DirectSink<LogLine[]> | null } = { sink: null };
     const stream = logBatchStream({
       events,
+      direct,
       check: () => this.stillVisible(actor, id),
       read: (afterSeq) => this.readLogs(id, { afterSeq, type, since, until: null, newestFirst: false, match }, REPLAY_BATCH),
       pageSize: REPLAY_BATCH,
@@ -558,7 +560,8 @@ export class DeploymentsService {
       match: match ? (line) => matchesFilter(match, line) : null,
       buildOver: deployment.status !== DeploymentStatus.BUILDING,
     });
-    return endWithConsumer(stream, events);
+    const directly: DirectDelivery<LogLine[]> = { [DIRECT]: (sink) => void (direct.sink = sink) };
+    return Object.assign(endWithConsumer(stream, events), directly);
   }
 
   /** building → live | failed. A live deployment newer than the egg's current one becomes current. */

@@ -1,5 +1,5 @@
 import { Deployment, DeploymentStatus } from './deployment.entity';
-import { endWithConsumer } from '../../bus/pubsub';
+import { DirectSink, endWithConsumer } from '../../bus/pubsub';
 import type { AppLogEvent, DeploymentEvent } from './deployments.topics';
 import { LogLine, LogType } from './log-line.entity';
 
@@ -10,7 +10,7 @@ import { LogLine, LogType } from './log-line.entity';
  */
 export interface StreamSource {
   /** The deployment's events, listened to before anything was read. */
-  events: AsyncIterator<DeploymentEvent, undefined> & { close(): Promise<void> };
+  events: AsyncIterator<DeploymentEvent, undefined> & { close(): Promise<void>; intercept?: ((event: DeploymentEvent) => boolean) | null };
   /** The deployment as it is now; null once deleted. Throws when the subscriber may no longer see it. */
   check(): Promise<Deployment | null>;
 }
@@ -25,6 +25,13 @@ export interface LogSource extends StreamSource {
   buildOver: boolean;
   /** A filter live lines must pass besides type and since (`q`); `read` applies it itself. */
   match?: ((line: LogLine) => boolean) | null;
+  /**
+   * Where live batches may go straight to the consumer (see `DIRECT` in src/bus/pubsub.ts): its
+   * sink, once the consumer gives one. Only a batch that follows the last line streamed, and that
+   * no filter cuts, goes this way; anything else (a gap, a status change, a deletion) goes through
+   * the stream as before.
+   */
+  direct?: { sink: DirectSink<LogLine[]> | null };
 }
 
 /**
@@ -99,6 +106,20 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
   try {
     yield* stored();
     if (type === LogType.BUILD && src.buildOver) return;
+    const { direct } = src;
+    if (direct) {
+      // Offered only while the loop below waits for an event, so lastSeq is the last line the
+      // consumer has had: a batch that follows it, whole, is the batch this loop would yield.
+      src.events.intercept = (value) => {
+        const sink = direct.sink;
+        if (sink === null || value.kind !== 'lines') return false;
+        const lines = value.lines;
+        if (lines.length === 0 || lines[0].seq !== lastSeq + 1 || (filtered && !lines.every(wanted))) return false;
+        if (!sink(lines)) return false;
+        lastSeq = lines[lines.length - 1].seq;
+        return true;
+      };
+    }
     for (;;) {
       // nextEvent's work, here: a busy log's every batch, for each subscriber, without a promise more.
       const { value, done } = await src.events.next();
