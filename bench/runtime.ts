@@ -273,10 +273,13 @@ async function dockerBuild(d: Docker, context: NodeJS.ReadableStream, opts: Reco
 
 /** Calls the gateway's GraphQL API; throws its errors. */
 async function gql(url: string, token: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
+  const started = performance.now();
   const res = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify({ query, variables }),
+  }).catch((err: Error) => {
+    throw new Error(`${query.slice(0, 60)} ${JSON.stringify(variables)}: ${err.message} after ${Math.round(performance.now() - started)} ms`, { cause: err });
   });
   const body = (await res.json()) as { data?: any; errors?: unknown[] };
   if (body.errors?.length || !body.data) throw new Error(`GraphQL: ${JSON.stringify(body.errors ?? body).slice(0, 500)}`);

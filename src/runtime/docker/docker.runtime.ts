@@ -658,11 +658,36 @@ export async function removedAfter<T>(signal: AbortSignal, remove: () => Promise
   }
 }
 
-/** Removes the container (killing it) and resolves once it is gone, whoever else is removing it meanwhile. */
-export async function removed(container: Docker.Container): Promise<void> {
-  await container.remove({ force: true }).catch(() => undefined);
-  await container.wait({ condition: 'removed' }).catch(() => undefined);
+/**
+ * Removes the container (killing it) and resolves once it is gone, whoever else is removing it
+ * meanwhile. A removal the Engine refuses (a busy Engine may fail to kill a container in time) is
+ * tried again, and a wait for another caller's removal is bounded, so this never waits for ever
+ * on a container that stays: after `withinMs` it throws, naming the container and the last error.
+ */
+export async function removed(container: Docker.Container, withinMs = REMOVE_WITHIN_MS): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const failure = await container.remove({ force: true }).then(
+      () => null,
+      (err: { statusCode?: number; message?: string }) => err,
+    );
+    if (failure === null || failure.statusCode === 404) return;
+    const pause = Math.max(1, Math.min(failure.statusCode === 409 ? 2000 : 250, deadline - Date.now()));
+    // 409: another removal is under way: wait for it a moment (it may fail too). Else a moment before trying again.
+    if (failure.statusCode === 409) await container.wait({ condition: 'removed', abortSignal: AbortSignal.timeout(pause) }).catch(() => undefined);
+    else await new Promise((r) => setTimeout(r, pause));
+    const gone = await container.inspect().then(
+      () => false,
+      (err: { statusCode?: number }) => err.statusCode === 404,
+    );
+    if (gone) return;
+    if (Date.now() >= deadline)
+      throw new Error(`container ${container.id} could not be removed within ${withinMs} ms: ${failure.message ?? JSON.stringify(failure)}`);
+  }
 }
+
+/** How long `removed` keeps trying. */
+const REMOVE_WITHIN_MS = 60_000;
 
 /** Starting a container that already runs answers 304: not an error here. */
 export function notModified(err: unknown): void {
