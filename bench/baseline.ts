@@ -15,45 +15,77 @@ export interface Server {
 
 const iso = (v: Date | null) => (v ? v.toISOString() : null);
 
-/**
- * GET /deployments?limit=N with the gateway's SQL (token lookup, visible deployments, their
- * apps' slugs), answering the gateway's REST shape, with bare Fastify and `pg`.
- */
 /** The account a `Bearer` token belongs to, as the gateway looks it up (one statement); null when refused. */
 export async function bearerViewer(pool: Pool, authorization: string | undefined): Promise<{ id: string } | null> {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!m) return null;
   const hash = createHash('sha256').update(m[1]).digest('hex');
-  const auth = await pool.query(
-    `SELECT u.id, u.email, t.expires_at FROM api_tokens t JOIN users u ON u.id = t.user_id
-      WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
-    [hash],
-  );
-  const viewer = auth.rows[0] as { id: string; expires_at: Date | null } | undefined;
-  return viewer && !(viewer.expires_at && viewer.expires_at <= new Date()) ? { id: viewer.id } : null;
+  const auth = await pool.query({
+    name: 'bare_token',
+    text: `SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, u.*
+             FROM api_tokens t JOIN users u ON u.id = t.user_id
+            WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+    values: [hash],
+  });
+  const viewer = auth.rows[0] as { id: string; token_expires_at: Date | null } | undefined;
+  return viewer && !(viewer.token_expires_at && viewer.token_expires_at <= new Date()) ? { id: viewer.id } : null;
 }
 
+/**
+ * `bearerViewer` with the gateway's token cache: a lookup kept for `keepMs` (HATCHERY_TOKEN_CACHE_MS,
+ * 250 by default), so that, like the gateway, a busy client's requests mostly run no token statement.
+ */
+export function cachedViewer(pool: Pool, keepMs = 250): (authorization: string | undefined) => Promise<{ id: string } | null> {
+  const kept = new Map<string, { viewer: { id: string }; until: number }>();
+  return async (authorization) => {
+    const key = authorization ?? '';
+    const hit = kept.get(key);
+    if (hit && hit.until > performance.now()) return hit.viewer;
+    const viewer = await bearerViewer(pool, authorization);
+    if (viewer) kept.set(key, { viewer, until: performance.now() + keepMs });
+    else kept.delete(key);
+    return viewer;
+  };
+}
+
+/** The egg's columns, named apart from the deployment's, as the gateway's list joins them. */
+const APP_COLUMNS = ['id', 'slug', 'owner_id', 'tier', 'memory_mb', 'replicas', 'current_deployment_id', 'runner_id', 'runner_lease_until', 'created_at'];
+
+/**
+ * The gateway's list statement (DeploymentsService.list): the viewer's visible deployments, newest
+ * first, each with its egg joined in, one prepared statement.
+ */
+export async function visibleDeployments(pool: Pool, viewerId: string, limit: number): Promise<Array<Record<string, any>>> {
+  const { rows } = await pool.query({
+    name: 'bare_list',
+    text: `SELECT d.*, ${APP_COLUMNS.map((c) => `ja.${c} AS ja__${c}`).join(', ')}
+             FROM deployments d JOIN apps ja ON ja.id = d.app_id
+            WHERE d.app_id IN (SELECT a.id FROM apps a WHERE a.owner_id = $1 UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = $1)
+            ORDER BY d.id DESC LIMIT $2`,
+    values: [viewerId, limit],
+  });
+  return rows;
+}
+
+/**
+ * GET /deployments?limit=N with bare Fastify and `pg`, running the gateway's statements: the token
+ * lookup (kept 250 ms, as the gateway keeps it) and the list with the eggs joined in, both
+ * prepared; answering the gateway's REST shape.
+ */
 export async function startBaselineHttp(pool: Pool): Promise<Server> {
+  const viewerOf = cachedViewer(pool);
   const app = Fastify({ logger: false });
   app.get('/deployments', async (req, reply) => {
-    const viewer = await bearerViewer(pool, req.headers.authorization);
+    const viewer = await viewerOf(req.headers.authorization);
     if (!viewer) return reply.code(401).send({ code: 'unauthorized' });
     const limit = Number((req.query as Record<string, string>).limit ?? 20);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) return reply.code(422).send({ code: 'validation_failed' });
-    const { rows } = await pool.query(
-      `SELECT d.* FROM deployments d
-        WHERE d.app_id IN (SELECT a.id FROM apps a WHERE a.owner_id = $1 UNION SELECT c.app_id FROM collaborators c WHERE c.user_id = $1)
-        ORDER BY d.id DESC LIMIT $2`,
-      [viewer.id, limit + 1],
-    );
+    const rows = await visibleDeployments(pool, viewer.id, limit + 1);
     const page = rows.slice(0, limit);
-    // Every column, as the gateway's app loader reads them.
-    const apps = await pool.query('SELECT a.* FROM apps a WHERE a.id = ANY($1)', [[...new Set(page.map((d) => d.app_id))]]);
-    const slug = new Map(apps.rows.map((a) => [a.id, a.slug]));
     return {
       data: page.map((d) => ({
         id: d.id,
-        project: slug.get(d.app_id),
+        project: d.ja__slug,
         status: d.status,
         url: d.url,
         created_at: iso(d.created_at),

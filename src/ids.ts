@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 /**
  * TypeID-style identifiers: `<prefix>_<26 chars>`, the suffix a UUIDv7 in Crockford base32, so ids
@@ -41,6 +41,22 @@ function base32(bytes: Buffer): string {
 
 export function newId(prefix: IdPrefix, now: Date = new Date()): string {
   return `${prefix}_${base32(uuidv7Bytes(now.getTime()))}`;
+}
+
+/** Random bytes taken in slices from a pool refilled 4 KB at a time (one call into the CSPRNG per ~400 ids, not one per id). */
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+/** `bytes` random bytes as hex, from the pool: for ids made on every request (request ids). */
+export function randomHex(bytes: number): string {
+  if (bytes > pool.length) return randomBytes(bytes).toString('hex');
+  if (poolAt + bytes > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const hex = pool.toString('hex', poolAt, poolAt + bytes);
+  poolAt += bytes;
+  return hex;
 }
 
 /** A gateway process's identity: on the event bus (its own events), as the holder of runner leases, in logs. */

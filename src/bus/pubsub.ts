@@ -73,11 +73,19 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   let closed = false;
   let overflowed = false;
   const overflow = () => new LimitExceeded('subscription', `the subscriber fell more than ${maxPending} events behind; subscribe again from its last line`);
+  /** The intercept's answer; one that throws did not take the event (it must not reach the publisher's dispatch). */
+  const offer = (detail: Payload): boolean => {
+    try {
+      return iterator.intercept!(detail);
+    } catch {
+      return false;
+    }
+  };
   const listener = (e: Event) => {
     if (closed || overflowed) return;
     const detail = (e as CustomEvent<Payload>).detail;
     if (waiting) {
-      if (iterator.intercept !== null && iterator.intercept(detail)) return;
+      if (iterator.intercept !== null && offer(detail)) return;
       const resolve = waiting;
       waiting = null;
       resolve({ value: detail, done: false });

@@ -15,7 +15,8 @@ const PLAIN_TYPES = new Set(['text', 'integer', 'boolean', 'timestamptz', 'jsonb
 export class EntityRows<T extends ObjectLiteral> {
   /** `alias."column"` for every column, for a SELECT list. */
   readonly select: string;
-  private readonly fields: Array<[column: string, property: string]>;
+  /** Each column's key in a row (`<as><column>`) and its property, in the entity's column order. */
+  private readonly fields: Array<[key: string, property: string]>;
   private readonly create: () => T;
 
   constructor(
@@ -23,27 +24,29 @@ export class EntityRows<T extends ObjectLiteral> {
     target: EntityTarget<T>,
     readonly alias: string,
     /** Names each selected column `<as><column>`: another table's columns joined in, apart from the main one's. */
-    private readonly as = '',
+    as = '',
   ) {
     const meta = ds.getMetadata(target);
     if (meta.embeddeds.length) throw new Error(`EntityRows: ${meta.name} has embedded columns`);
-    this.fields = meta.columns.map((c) => {
+    const columns = meta.columns.map((c) => {
       const type = typeof c.type === 'string' ? c.type : '';
       if (c.transformer || c.embeddedMetadata || c.isVirtual || !PLAIN_TYPES.has(type)) {
         throw new Error(`EntityRows: ${meta.name}.${c.propertyName} (${String(type || c.type)}) is not a plain column`);
       }
-      return [c.databaseName, c.propertyName];
+      return [c.databaseName, c.propertyName] as [string, string];
     });
-    this.select = this.fields.map(([column]) => (as ? `${alias}."${column}" AS "${as}${column}"` : `${alias}."${column}"`)).join(', ');
+    this.fields = columns.map(([column, property]) => [as + column, property]);
+    this.select = columns.map(([column]) => (as ? `${alias}."${column}" AS "${as}${column}"` : `${alias}."${column}"`)).join(', ');
     this.create = () => meta.create(undefined, { fromDeserializer: true }) as T;
   }
 
   /** One entity from a row selected with `select`. */
   map(row: Record<string, unknown>): T {
     const entity = this.create() as Record<string, unknown>;
-    for (const [column, property] of this.fields) {
-      const value = row[this.as + column];
-      if (value !== undefined) entity[property] = value;
+    const fields = this.fields;
+    for (let i = 0; i < fields.length; i++) {
+      const value = row[fields[i][0]];
+      if (value !== undefined) entity[fields[i][1]] = value;
     }
     return entity as T;
   }

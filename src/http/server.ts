@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
@@ -29,6 +28,7 @@ import { sharedDocuments } from './ws-documents';
 import { RateLimiter, RateLimiterOptions, rateLimited, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
 import { within } from '../timeout';
+import { randomHex } from '../ids';
 import { Clock } from '../clock';
 import { CLOSE_UNAUTHORIZED, WsSessions } from './ws-sessions';
 
@@ -93,7 +93,7 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-const requestId = () => `req_${randomBytes(10).toString('hex')}`;
+const requestId = () => `req_${randomHex(10)}`;
 
 /** A subscription sent over HTTP is the client's mistake: say where subscriptions run. */
 const subscriptionsOverWsOnly: ApolloServerPlugin<Context> = {

@@ -160,7 +160,19 @@ describe('direct delivery of live log batches', () => {
     expect(offered).toHaveLength(1);
   });
 
-  it('the service’s log streams say they deliver directly; others do not', () => {
+  it('an intercept that throws takes nothing: the wait gets the event, the publisher carries on', async () => {
+    const pubsub = createPubSub<DeploymentTopics>();
+    const events = listenNow(pubsub, 'DEPLOYMENT', 'dep_z');
+    events.intercept = () => {
+      throw new Error('sink broke');
+    };
+    const next = events.next();
+    expect(() => pubsub.publish('DEPLOYMENT', 'dep_z', { kind: 'lines', lines: lines(1) })).not.toThrow();
+    expect((await next).value).toEqual({ kind: 'lines', lines: lines(1) });
+    await events.close();
+  });
+
+  it('a stream with DIRECT is told apart from one without', () => {
     expect(deliversDirectly({ [DIRECT]: () => undefined })).toBe(true);
     expect(deliversDirectly((async function* () {})())).toBe(false);
     expect(deliversDirectly(null)).toBe(false);
