@@ -5,7 +5,7 @@
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -656,6 +656,8 @@ type Stream = ReturnType<typeof mergeReports> & {
   rate: number;
   /** CPU time of this process (the server and the producer) from the first counted line until every subscriber reported, ms. */
   serverCpuMs: number;
+  /** CPU time of this machine's PostgreSQL processes over the same span, ms (null where /proc does not tell). */
+  databaseCpuMs: number | null;
   /** The gateway's messages, by how they went (hatchery_graphql_subscription_messages_total). */
   delivery?: { direct: number; loop: number };
 };
@@ -700,6 +702,7 @@ async function stream(
     await ready;
     await flush();
     const cpu = process.cpuUsage();
+    const db0 = postgresCpuMs();
     const { written, rate } = await paced(S.logRate, S.logSeconds, (i, due) => produce(i, false, due));
     await flush();
     for (const c of children) c.send({ cmd: 'expect', count: written, drainMs: S.drainMs });
@@ -707,13 +710,15 @@ async function stream(
     const r = mergeReports(reports);
     const used = process.cpuUsage(cpu);
     const serverCpuMs = Math.round((used.user + used.system) / 1000);
+    const db1 = postgresCpuMs();
+    const databaseCpuMs = postgresCpuSince(db0, db1);
     log(
       `  ${label.padEnd(26)} ${rate.toFixed(0)} lines/s written; delivered ${r.delivered}/${r.expectedTotal} ` +
         `(${r.completeSubscribers}/${r.subscribers} subscribers complete, ${r.processes} load process${r.processes > 1 ? 'es' : ''}); ` +
         `latency (${r.timedSubscribers} subscribers timed) p50 ${ms(r.latencyMs.p50)} p99 ${ms(r.latencyMs.p99)} max ${ms(r.latencyMs.max)}; ` +
-        `server process CPU ${serverCpuMs} ms`,
+        `server process CPU ${serverCpuMs} ms${databaseCpuMs !== null ? `, PostgreSQL's ${databaseCpuMs} ms` : ''}`,
     );
-    return { ...r, rate, serverCpuMs };
+    return { ...r, rate, serverCpuMs, databaseCpuMs };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
   }
@@ -860,6 +865,55 @@ async function logsPhase(gateway: Gateway, seedData: Seed) {
     goal: '(reported)',
     met: null,
   });
+  // The gateway stores every line before it sends it (and indexes it for search); the broadcast stores nothing.
+  if (gws.every((r) => r.databaseCpuMs !== null) && bases.every((r) => r.databaseCpuMs !== null)) {
+    const db = (rs: Stream[]) => median(rs.map((r) => r.databaseCpuMs!));
+    rows.push({
+      measure: `Live logs: PostgreSQL's CPU while streaming (ms${of})`,
+      gateway: db(gws),
+      baseline: db(bases),
+      ratio: null,
+      goal: '(reported)',
+      met: null,
+    });
+  }
+}
+
+/**
+ * The CPU time so far of every `postgres` process on this machine, ms, from /proc (Linux); null
+ * elsewhere. Only meaningful when the database runs here (127.0.0.1, as the bench's does), and it
+ * counts every database on that server: the bench's phases run one at a time.
+ */
+function postgresCpuMs(): Map<string, number> | null {
+  try {
+    const tick = 1000 / 100; // USER_HZ is 100 on Linux
+    const byPid = new Map<string, number>();
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      } catch {
+        continue; // gone meanwhile
+      }
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+      const fields = stat.slice(close + 2).split(' ');
+      // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) * tick);
+    }
+    return byPid;
+  } catch {
+    return null;
+  }
+}
+
+/** The CPU the `postgres` processes used between two readings (one that ended meanwhile is left out). */
+function postgresCpuSince(before: Map<string, number> | null, after: Map<string, number> | null): number | null {
+  if (!before || !after) return null;
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
+  return total;
 }
 
 /** The gateway's count of graphql-ws `next` messages, by delivery (`hatchery_graphql_subscription_messages_total`). */

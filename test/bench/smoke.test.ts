@@ -85,6 +85,7 @@ describe('npm run bench (shrunk)', () => {
       'Live logs: lines/s delivered (all subscribers)',
       'Live logs: p99 delivery latency (ms, median of 2)',
       "Live logs: the server process's CPU while streaming (ms, median of 2)",
+      "Live logs: PostgreSQL's CPU while streaming (ms, median of 2)",
     ]);
     for (const r of rows) expect(out).toContain(`| ${r.measure}`);
     // Every HTTP figure is a ratio against a baseline measured in the same run.
