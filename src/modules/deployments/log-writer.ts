@@ -58,6 +58,9 @@ export class LogWriter {
   private readonly seqs = new Map<string, number>();
   private buffer: LogLine[] = [];
   private timer: NodeJS.Timeout | null = null;
+  /** The last batch's storing: the next batch is stored after it (in order), not after its publishing. */
+  private storing: Promise<unknown> = Promise.resolve();
+  /** The last batch's storing and publishing: batches are published in order, each once stored. */
   private flushing: Promise<void> = Promise.resolve();
   private readonly flushMs: number;
   private readonly maxBatch: number;
@@ -114,7 +117,13 @@ export class LogWriter {
     this.buffer = this.buffer.filter((l) => l.deploymentId !== deploymentId);
   }
 
-  /** Writes everything appended so far; resolves once it is stored and published. */
+  /**
+   * Writes everything appended so far; resolves once it is stored and published. Batches are
+   * stored one after another and published one after another, each once stored; a batch is
+   * stored while the one before is being published (the INSERT runs in PostgreSQL while this
+   * process hands the earlier lines to subscribers), so a busy log's lines wait for one of the
+   * two, not both.
+   */
   flush(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
@@ -122,21 +131,30 @@ export class LogWriter {
     }
     const batch = this.buffer;
     this.buffer = [];
-    this.flushing = this.flushing.then(() => this.write(batch)).catch((err) => this.options.onError?.(err));
+    const stored = this.storing.then(() => this.storeBatch(batch));
+    this.storing = stored.catch(() => undefined);
+    this.flushing = this.flushing
+      .then(() => stored)
+      .then((published) => this.publish(published))
+      .catch((err) => this.options.onError?.(err));
     return this.flushing;
   }
 
-  private async write(batch: LogLine[]): Promise<void> {
-    if (batch.length === 0) return;
-    let published: LogLine[];
+  /** Stores a batch; resolves with the lines stored (see `store`). */
+  private async storeBatch(batch: LogLine[]): Promise<LogLine[]> {
+    if (batch.length === 0) return [];
     try {
-      published = await this.store(batch);
+      return await this.store(batch);
     } catch (err) {
       // "no partition of relation log_lines found for row": make it, then store the batch again.
       if (pgCode(err) !== '23514' || !this.options.ensurePartitions) throw err;
       await this.options.ensurePartitions();
-      published = await this.store(batch);
+      return await this.store(batch);
     }
+  }
+
+  private publish(published: LogLine[]): void {
+    if (published.length === 0) return;
     for (const type of [LogType.BUILD, LogType.RUNTIME]) this.options.metrics?.logLinesStored(type, published.filter((l) => l.type === type).length);
     const byDeployment = new Map<string, LogLine[]>();
     for (const line of published) {
