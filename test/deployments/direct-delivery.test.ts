@@ -19,6 +19,13 @@ const lines = (...seqs: number[]) => seqs.map((n) => line(n));
 function setup(store: LogLine[], over: Partial<LogSource> = {}) {
   const pubsub = createPubSub<DeploymentTopics>();
   const events = listenNow(pubsub, 'DEPLOYMENT', 'dep_x', 100, (e) => (e.kind === 'lines' ? e.lines.length : 1));
+  // How often the stream asks for an event: each time it woke.
+  let asked = 0;
+  const next = events.next.bind(events);
+  events.next = () => {
+    asked++;
+    return next();
+  };
   const direct: NonNullable<LogSource['direct']> = { sink: null };
   const type = over.type ?? null;
   const stream = logBatchStream({
@@ -33,6 +40,7 @@ function setup(store: LogLine[], over: Partial<LogSource> = {}) {
     ...over,
   });
   const publish = (batch: LogLine[]) => pubsub.publish('DEPLOYMENT', 'dep_x', { kind: 'lines', lines: batch });
+  const publishStored = (after: number, upTo: number) => pubsub.publish('DEPLOYMENT', 'dep_x', { kind: 'stored', after, upTo });
   /** What the sink took, batch by batch; it takes batches while `accept` says so. */
   const taken: LogLine[][] = [];
   let accept = true;
@@ -45,6 +53,8 @@ function setup(store: LogLine[], over: Partial<LogSource> = {}) {
     stream,
     events,
     publish,
+    publishStored,
+    asked: () => asked,
     taken,
     seqs: () => taken.flat().map((l) => l.seq),
     accept: (v: boolean) => (accept = v),
@@ -140,6 +150,23 @@ describe('direct delivery of live log batches', () => {
     s.publish([line(4), line(5, LogType.BUILD), line(6)]);
     expect((await next2).value!.map((l) => l.seq)).toEqual([4, 6]);
     expect(s.seqs()).toEqual([1, 2]);
+    await s.end();
+  });
+
+  it('a `stored` event (published after each flush’s lines) does not wake the stream', async () => {
+    const s = setup([]);
+    const next = s.stream.next();
+    let settled = false;
+    void next.then(() => (settled = true));
+    await settle();
+    s.accept(false);
+    const before = s.asked();
+    s.publishStored(0, 2);
+    await settle();
+    expect(settled).toBe(false);
+    expect(s.asked()).toBe(before); // not woken
+    s.publish(lines(1, 2));
+    expect((await next).value!.map((l) => l.seq)).toEqual([1, 2]);
     await s.end();
   });
 

@@ -107,19 +107,20 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
     yield* stored();
     if (type === LogType.BUILD && src.buildOver) return;
     const { direct } = src;
-    if (direct) {
-      // Offered only while the loop below waits for an event, so lastSeq is the last line the
-      // consumer has had: a batch that follows it, whole, is the batch this loop would yield.
-      src.events.intercept = (value) => {
-        const sink = direct.sink;
-        if (sink === null || value.kind !== 'lines') return false;
-        const lines = value.lines;
-        if (lines.length === 0 || lines[0].seq !== lastSeq + 1 || (filtered && !lines.every(wanted))) return false;
-        if (!sink(lines)) return false;
-        lastSeq = lines[lines.length - 1].seq;
-        return true;
-      };
-    }
+    // Offered only while the loop below waits for an event, so lastSeq is the last line the
+    // consumer has had: a batch that follows it, whole, is the batch this loop would yield.
+    src.events.intercept = (value) => {
+      // What the loop would skip is dropped here, without waking it: each flush of a busy log
+      // publishes a `stored` event after its lines.
+      if (value.kind === 'stored') return true;
+      const sink = direct?.sink ?? null;
+      if (sink === null || value.kind !== 'lines') return false;
+      const lines = value.lines;
+      if (lines.length === 0 || lines[0].seq !== lastSeq + 1 || (filtered && !lines.every(wanted))) return false;
+      if (!sink(lines)) return false;
+      lastSeq = lines[lines.length - 1].seq;
+      return true;
+    };
     for (;;) {
       // nextEvent's work, here: a busy log's every batch, for each subscriber, without a promise more.
       const { value, done } = await src.events.next();
