@@ -158,7 +158,7 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
 
 export interface AppLogSource {
   /** The egg's log events, listened to before anything was read. */
-  events: AsyncIterator<AppLogEvent, undefined> & { close(): Promise<void> };
+  events: AsyncIterator<AppLogEvent, undefined> & { close(): Promise<void>; intercept?: ((event: AppLogEvent) => boolean) | null };
   /** The snapshot of storage the replay reads: each deployment's newest stored seq when it began. */
   upTo: Map<string, number>;
   /** The stored lines up to the snapshot, matching, in time order, a page per batch. */
@@ -203,6 +203,8 @@ export async function* appLogBatchStream(src: AppLogSource): AsyncGenerator<LogL
   };
   try {
     yield* src.replay();
+    // A flush's `stored` event (for other gateways) is dropped without waking the loop.
+    src.events.intercept = (value) => value.kind === 'stored';
     for (;;) {
       const { value, done } = await src.events.next();
       if (done) return;
