@@ -20,6 +20,9 @@ function frameHeader(length: number, extra: number): { frame: Buffer; at: number
   return { frame, at: 2 + lengthBytes };
 }
 
+/** How many bytes may wait unsent on a socket before its results stop being written directly. */
+export const DIRECT_MAX_BUFFERED = 1 << 20;
+
 /**
  * graphql-ws writes every `next` message with its own JSON.stringify, so a result shared by 2,000
  * subscribers (see src/graphql/shared-execution.ts) would be serialized 2,000 times: with busy
@@ -37,9 +40,6 @@ function frameHeader(length: number, extra: number): { frame: Buffer; at: number
  * compression, which is then off); with an extension negotiated, or the socket closing, `ws`
  * sends the message.
  */
-/** How many bytes may wait unsent on a socket before its results stop being written directly. */
-export const DIRECT_MAX_BUFFERED = 1 << 20;
-
 export function sharedPayloads(wss: WebSocketServer) {
   const key = `hatcheryShared${randomBytes(8).toString('hex')}`;
   const standIn: Record<string, number> = Object.freeze({ [key]: 1 });

@@ -85,6 +85,45 @@ describe('sharedPayloads', () => {
     expect(a.received[1]).toBe('{"type":"pong"}');
   });
 
+  it('writer: writes the message graphql-ws would send, in order with the others, for any id and length', async () => {
+    await start(false);
+    const { socket, received } = await connect();
+    const write = payloads.writer(socket, 'sub "1"', () => true);
+    const small: ExecutionResult = { data: { n: 1 } };
+    const large: ExecutionResult = { data: { lines: 'z'.repeat(70_000) } };
+    expect(write(small)).toBe(true);
+    socket.send('{"type":"pong"}');
+    expect(write(large)).toBe(true);
+    await until(() => received.length === 3);
+    expect(received.map((m) => JSON.parse(m))).toEqual([
+      { id: 'sub "1"', type: 'next', payload: small },
+      { type: 'pong' },
+      { id: 'sub "1"', type: 'next', payload: large },
+    ]);
+  });
+
+  it('writer: declines (writes nothing) when the subscription ended, bytes wait unsent, the socket closed, or compression is on', async () => {
+    await start(false);
+    const a = await connect();
+    const result: ExecutionResult = { data: { n: 2 } };
+    expect(payloads.writer(a.socket, '1', () => false)(result)).toBe(false);
+    // A limit below what waits (nothing waits: -1) stands for a socket that lags.
+    expect(payloads.writer(a.socket, '1', () => true, -1)(result)).toBe(false);
+    a.socket.close();
+    expect(payloads.writer(a.socket, '1', () => true)(result)).toBe(false);
+    // A server of its own that negotiates compression (afterEach closes only the last).
+    const first = wss;
+    await start(true);
+    await new Promise((resolve) => first.close(resolve));
+    const b = await connect(true);
+    expect(payloads.writer(b.socket, '1', () => true)(result)).toBe(false);
+    // Nothing was written directly: a message sent the usual way after it is the first the client reads.
+    await sendNext(b.socket, '1', result);
+    await until(() => b.received.length === 1);
+    expect(a.received).toEqual([]);
+    expect(JSON.parse(b.received[0])).toEqual({ id: '1', type: 'next', payload: result });
+  });
+
   it('leaves the message to ws when an extension (compression) was negotiated', async () => {
     await start(true);
     const { socket, client, received } = await connect(true);
