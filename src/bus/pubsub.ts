@@ -54,6 +54,8 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   maxPending = pubsub.maxPending,
   /** How much of `maxPending` one event takes (a batch of log lines: each line). */
   weigh: (event: EventOf<T, K>) => number = () => 1,
+  /** Events this stream never reads: dropped as they arrive, neither queued nor waking a wait. */
+  skip: (event: EventOf<T, K>) => boolean = () => false,
 ): AsyncIterator<EventOf<T, K>, undefined> & {
   close(): Promise<void>;
   push(event: EventOf<T, K>): void;
@@ -84,6 +86,7 @@ export function listenNow<T extends TopicMap, K extends keyof T & string>(
   const listener = (e: Event) => {
     if (closed || overflowed) return;
     const detail = (e as CustomEvent<Payload>).detail;
+    if (skip(detail)) return;
     if (waiting) {
       if (iterator.intercept !== null && offer(detail)) return;
       const resolve = waiting;

@@ -125,9 +125,10 @@ export function sharedSubscribe(
       last = { payload, key, result };
       return result;
     };
-    const write = key !== null ? options.direct?.(args) : null;
-    const direct: unknown = source;
-    if (write && deliversDirectly<unknown>(direct)) directly(direct, run, write);
+    if (key !== null && deliversDirectly<unknown>(source)) {
+      const write = options.direct?.(args);
+      if (write) directly(source, run, write);
+    }
     return mapEvents(source, run);
   };
 }

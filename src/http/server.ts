@@ -266,8 +266,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const documents = sharedDocuments(deps.schema);
   const wsMetrics = deps.metrics.wsHooks();
   const contexts = new WeakMap<object, Context>();
-  /** Each subscription's context → its direct writer (see sharedSubscribe's `direct`). */
-  const writers = new WeakMap<Context, (result: ExecutionResult) => boolean>();
+  /** Each operation's context → how to make its direct writer, made only for a subscription that delivers directly (see sharedSubscribe's `direct`). */
+  const writers = new WeakMap<Context, () => (result: ExecutionResult) => boolean>();
   const sessions = new WsSessions({ ...deps.sessions, onError: (err) => deps.log.warn({ err }, 'checking graphql-ws connections’ tokens failed') });
   /** Authenticates the connection's credentials as they stand now; on failure the connection closes. */
   const authorize = async (ctx: { connectionParams?: Record<string, unknown> | undefined; extra: { socket: WebSocket } }, requestId: string) => {
@@ -301,7 +301,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       validate: documents.validate,
       // One execution per event for every subscriber with the same operation and viewer.
       // A subscriber's live results written straight to its socket while it keeps up.
-      subscribe: sharedSubscribe({ direct: (args) => writers.get(args.contextValue as Context) ?? null }),
+      subscribe: sharedSubscribe({ direct: (args) => writers.get(args.contextValue as Context)?.() ?? null }),
       onConnect: async (ctx) => {
         if (!(await wsLimit.connectAllowed(ctx))) {
           ctx.extra.socket.close(4429, 'Too many requests');
@@ -325,11 +325,13 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       context: (ctx, id) => {
         // The caller authenticated at connect, with fresh loaders per operation.
         const context = deps.buildContext.renew(contexts.get(ctx.extra)!);
-        const write = payloads.writer(ctx.extra.socket, id, () => id in ctx.subscriptions);
-        writers.set(context, (result) => {
-          if (!write(result)) return false;
-          wsMetrics.sent(true);
-          return true;
+        writers.set(context, () => {
+          const write = payloads.writer(ctx.extra.socket, id, () => id in ctx.subscriptions);
+          return (result) => {
+            if (!write(result)) return false;
+            wsMetrics.sent(true);
+            return true;
+          };
         });
         return context;
       },

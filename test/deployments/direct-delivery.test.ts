@@ -2,7 +2,7 @@ import { createPubSub, DIRECT, deliversDirectly, listenNow } from '../../src/bus
 import { Deployment, DeploymentStatus } from '../../src/modules/deployments/deployment.entity';
 import type { DeploymentTopics } from '../../src/modules/deployments/deployments.topics';
 import { LogLine, LogType } from '../../src/modules/deployments/log-line.entity';
-import { logBatchStream, LogSource } from '../../src/modules/deployments/log-stream';
+import { logBatchStream, LogSource, notStreamed } from '../../src/modules/deployments/log-stream';
 
 /**
  * Live batches handed straight to the consumer (`DIRECT`, src/bus/pubsub.ts): while the stream
@@ -18,7 +18,8 @@ const lines = (...seqs: number[]) => seqs.map((n) => line(n));
 
 function setup(store: LogLine[], over: Partial<LogSource> = {}) {
   const pubsub = createPubSub<DeploymentTopics>();
-  const events = listenNow(pubsub, 'DEPLOYMENT', 'dep_x', 100, (e) => (e.kind === 'lines' ? e.lines.length : 1));
+  // As the service listens (DeploymentsService.listenThenGet).
+  const events = listenNow(pubsub, 'DEPLOYMENT', 'dep_x', 100, (e) => (e.kind === 'lines' ? e.lines.length : 1), notStreamed);
   // How often the stream asks for an event: each time it woke.
   let asked = 0;
   const next = events.next.bind(events);

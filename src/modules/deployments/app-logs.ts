@@ -10,7 +10,7 @@ import { GatewayPubSub } from '../topics';
 import type { AppLogEvent } from './deployments.topics';
 import { containsPattern, LogFilter, matchesFilter, parseLogFilter } from './log-filter';
 import { LogLine, LogType } from './log-line.entity';
-import { appLogBatchStream } from './log-stream';
+import { appLogBatchStream, notStreamed } from './log-stream';
 
 export const LOG_PAGE_MAX = 1000;
 export const LOG_PAGE_DEFAULT = 100;
@@ -172,7 +172,7 @@ export class AppLogs {
     const since = args.since ?? null;
     const app = await this.deps.apps.getVisible(actor, slug);
     // Listening before storage is read: a line stored meanwhile is past the snapshot and among the events.
-    const events = listenNow(this.deps.pubsub, 'APP_LOGS', app.id, undefined, (e: AppLogEvent) => (e.kind === 'lines' ? e.lines.length : 1));
+    const events = listenNow(this.deps.pubsub, 'APP_LOGS', app.id, undefined, (e: AppLogEvent) => (e.kind === 'lines' ? e.lines.length : 1), notStreamed);
     const onAccess = (e: Event) => {
       const access = (e as CustomEvent<AccessEvent>).detail;
       if ((access.kind === 'access-lost' && access.userId === actor.user.id && access.appId === app.id) || access.kind === 'resync')

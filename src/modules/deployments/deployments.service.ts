@@ -27,7 +27,7 @@ import { SourcesService } from '../sources/sources.service';
 import { LogFilter, matchesFilter, parseLogFilter } from './log-filter';
 import { AppLogs, checkTail, LOG_PAGE_DEFAULT, LOG_PAGE_MAX, LogQuery, REPLAY_BATCH, whereLines } from './app-logs';
 import { checkIdempotencyKey, claimIdempotencyKey, recordIdempotentResponse } from './idempotency';
-import { logBatchStream, oneByOne, statusStream } from './log-stream';
+import { logBatchStream, notStreamed, oneByOne, statusStream } from './log-stream';
 import { deploymentSuffix, HostTarget, hostUrl } from '../apps/hosts';
 import { AccessEvent } from '../accounts/access.topics';
 
@@ -490,7 +490,7 @@ export class DeploymentsService {
    * committed meanwhile is in the row or among the events, never in neither.
    */
   private async listenThenGet(actor: Actor, id: string, weigh?: (e: DeploymentEvent) => number) {
-    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, weigh);
+    const events = listenNow(this.deps.pubsub, 'DEPLOYMENT', id, undefined, weigh, notStreamed);
     // The subscriber losing sight of the egg (on any gateway) is an event of the stream too,
     // listened to before the first check so no removal falls between the two.
     const viewerId = actor.user.id;

@@ -35,6 +35,13 @@ export interface LogSource extends StreamSource {
 }
 
 /**
+ * Events no stream here reads, for `listenNow`'s `skip`: a flush's `stored` event is for the other
+ * gateways (which expand it from storage); this gateway's streams take the flush's `lines` event.
+ * Skipped where they arrive, a busy log's flushes do not wake every waiting subscriber twice.
+ */
+export const notStreamed = (event: DeploymentEvent | AppLogEvent): boolean => event.kind === 'stored';
+
+/**
  * The next event a stream acts on; null once the events end or the deployment is deleted, or when
  * a change of access leaves it out of the subscriber's sight (access changes that do not are
  * dropped). A function, not a generator a stream iterates: each event of each subscriber (2,000
@@ -109,18 +116,17 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
     const { direct } = src;
     // Offered only while the loop below waits for an event, so lastSeq is the last line the
     // consumer has had: a batch that follows it, whole, is the batch this loop would yield.
-    src.events.intercept = (value) => {
-      // What the loop would skip is dropped here, without waking it: each flush of a busy log
-      // publishes a `stored` event after its lines.
-      if (value.kind === 'stored') return true;
-      const sink = direct?.sink ?? null;
-      if (sink === null || value.kind !== 'lines') return false;
-      const lines = value.lines;
-      if (lines.length === 0 || lines[0].seq !== lastSeq + 1 || (filtered && !lines.every(wanted))) return false;
-      if (!sink(lines)) return false;
-      lastSeq = lines[lines.length - 1].seq;
-      return true;
-    };
+    if (direct) {
+      src.events.intercept = (value) => {
+        const sink = direct.sink;
+        if (sink === null || value.kind !== 'lines') return false;
+        const lines = value.lines;
+        if (lines.length === 0 || lines[0].seq !== lastSeq + 1 || (filtered && !lines.every(wanted))) return false;
+        if (!sink(lines)) return false;
+        lastSeq = lines[lines.length - 1].seq;
+        return true;
+      };
+    }
     for (;;) {
       // nextEvent's work, here: a busy log's every batch, for each subscriber, without a promise more.
       const { value, done } = await src.events.next();
@@ -158,7 +164,7 @@ export async function* logBatchStream(src: LogSource): AsyncGenerator<LogLine[],
 
 export interface AppLogSource {
   /** The egg's log events, listened to before anything was read. */
-  events: AsyncIterator<AppLogEvent, undefined> & { close(): Promise<void>; intercept?: ((event: AppLogEvent) => boolean) | null };
+  events: AsyncIterator<AppLogEvent, undefined> & { close(): Promise<void> };
   /** The snapshot of storage the replay reads: each deployment's newest stored seq when it began. */
   upTo: Map<string, number>;
   /** The stored lines up to the snapshot, matching, in time order, a page per batch. */
@@ -203,8 +209,6 @@ export async function* appLogBatchStream(src: AppLogSource): AsyncGenerator<LogL
   };
   try {
     yield* src.replay();
-    // A flush's `stored` event (for other gateways) is dropped without waking the loop.
-    src.events.intercept = (value) => value.kind === 'stored';
     for (;;) {
       const { value, done } = await src.events.next();
       if (done) return;
