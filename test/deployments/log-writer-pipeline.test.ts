@@ -4,7 +4,7 @@ import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { LogWriter } from '../../src/modules/deployments/log-writer';
 import type { Topics } from '../../src/modules/topics';
 import { startGateway, TestGateway } from '../support/gateway';
-import { deploy, makeApp, makeUser, settle } from '../support/factories';
+import { liveDeployment } from '../support/factories';
 
 /**
  * The log writer stores batch after batch and publishes batch after batch, each once stored; the
@@ -18,28 +18,32 @@ describe('log writer: storing overlaps publishing', () => {
   });
   afterAll(() => t.stop());
 
-  it('sends batch 2’s INSERT before batch 1 is published; publishes 1 then 2, each after it is stored', async () => {
-    const user = await makeUser(t.gateway);
-    const d = await deploy(t.url, user, (await makeApp(t.url, user)).slug);
-    expect(await settle(t.url, user, d.id)).toBe('LIVE');
-
-    // The gateway's database, with every statement sent written down in order.
-    const events: string[] = [];
-    const ds = new Proxy(t.gateway.ds, {
+  /** The gateway's database, each statement handed to `onQuery` first: what it returns (a promise) is answered instead, if anything. */
+  const watched = (onQuery: (sql: string, params?: unknown[]) => Promise<unknown> | void) =>
+    new Proxy(t.gateway.ds, {
       get(target, prop, receiver) {
         if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
-        return (sql: string, params?: unknown[]) => {
-          if (/INSERT INTO log_lines/.test(sql)) events.push(`insert ${(params?.[5] as string[] | undefined)?.join(',')}`);
-          return target.query(sql, params);
-        };
+        return (sql: string, params?: unknown[]) => onQuery(sql, params) ?? target.query(sql, params);
       },
     });
+  /** A writer on `ds` and the messages of the `lines` events it publishes for `deploymentId`. */
+  const writerOn = (ds: ReturnType<typeof watched>, deploymentId: string, published: (messages: string[]) => void, onError?: (err: unknown) => void) => {
     const pubsub = createPubSub<Topics>();
-    const writer = new LogWriter(ds, pubsub, systemClock);
-    pubsub.target.addEventListener(`DEPLOYMENT:${d.id}`, (e) => {
+    pubsub.target.addEventListener(`DEPLOYMENT:${deploymentId}`, (e) => {
       const event = (e as CustomEvent<{ kind: string; lines?: Array<{ message: string }> }>).detail;
-      if (event.kind === 'lines') events.push(`publish ${event.lines!.map((l) => l.message).join(',')}`);
+      if (event.kind === 'lines') published(event.lines!.map((l) => l.message));
     });
+    return new LogWriter(ds, pubsub, systemClock, { onError });
+  };
+
+  it('sends batch 2’s INSERT before batch 1 is published; publishes 1 then 2, each after it is stored', async () => {
+    const d = await liveDeployment(t);
+    // The statements sent and the batches published, in order.
+    const events: string[] = [];
+    const ds = watched((sql, params) => {
+      if (/INSERT INTO log_lines/.test(sql)) events.push(`insert ${(params?.[5] as string[] | undefined)?.join(',')}`);
+    });
+    const writer = writerOn(ds, d.id, (messages) => events.push(`publish ${messages.join(',')}`));
     await writer.open(d.id);
 
     writer.append(d.id, LogType.RUNTIME, 'one');
@@ -56,30 +60,22 @@ describe('log writer: storing overlaps publishing', () => {
   });
 
   it('a batch that cannot be stored is not published; the next one is stored and published', async () => {
-    const user = await makeUser(t.gateway);
-    const d = await deploy(t.url, user, (await makeApp(t.url, user)).slug);
-    expect(await settle(t.url, user, d.id)).toBe('LIVE');
+    const d = await liveDeployment(t);
     let failNext = true;
-    const ds = new Proxy(t.gateway.ds, {
-      get(target, prop, receiver) {
-        if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
-        return (sql: string, params?: unknown[]) => {
-          if (failNext && /INSERT INTO log_lines/.test(sql)) {
-            failNext = false;
-            return Promise.reject(new Error('the database said no'));
-          }
-          return target.query(sql, params);
-        };
-      },
+    const ds = watched((sql) => {
+      if (failNext && /INSERT INTO log_lines/.test(sql)) {
+        failNext = false;
+        return Promise.reject(new Error('the database said no'));
+      }
     });
-    const pubsub = createPubSub<Topics>();
     const errors: unknown[] = [];
-    const writer = new LogWriter(ds, pubsub, systemClock, { onError: (err) => errors.push(err) });
     const published: string[] = [];
-    pubsub.target.addEventListener(`DEPLOYMENT:${d.id}`, (e) => {
-      const event = (e as CustomEvent<{ kind: string; lines?: Array<{ message: string }> }>).detail;
-      if (event.kind === 'lines') published.push(...event.lines!.map((l) => l.message));
-    });
+    const writer = writerOn(
+      ds,
+      d.id,
+      (messages) => published.push(...messages),
+      (err) => errors.push(err),
+    );
     await writer.open(d.id);
     writer.append(d.id, LogType.RUNTIME, 'lost');
     const first = writer.flush();

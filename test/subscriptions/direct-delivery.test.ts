@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { DeploymentLogBatchStreamDocument } from '../../src/client/generated';
 import { LogType } from '../../src/modules/deployments/log-line.entity';
 import { collect, startGateway, TestGateway, wsClient } from '../support/gateway';
-import { deploy, makeApp, makeUser, settle, TestUser } from '../support/factories';
+import { liveDeployment, makeUser, TestUser } from '../support/factories';
 import { scrape } from '../metrics/prom';
 import { wsText } from '../support/ws-text';
 
@@ -25,12 +25,11 @@ describe('direct delivery of live log batches over graphql-ws', () => {
   });
   afterAll(() => t.stop());
 
-  async function liveDeployment() {
-    const slug = (await makeApp(t.url, user)).slug;
-    const d = await deploy(t.url, user, slug);
-    expect(await settle(t.url, user, d.id)).toBe('LIVE');
-    await t.gateway.services.deployments.writer.open(d.id);
-    return d.id;
+  /** A LIVE deployment of the user's, its writer opened. */
+  async function following() {
+    const { id } = await liveDeployment(t, user);
+    await t.gateway.services.deployments.writer.open(id);
+    return id;
   }
 
   /** Writes `n` runtime lines `tag 0` … in flushes of `per`, each flush stored (and published) before the next. */
@@ -50,7 +49,7 @@ describe('direct delivery of live log batches over graphql-ws', () => {
   };
 
   it('every line to every subscriber once, in order: joined before, during and after the writing, directly once caught up', async () => {
-    const id = await liveDeployment();
+    const id = await following();
     const before = await scrape(t.url);
     const clients = Array.from({ length: 4 }, () => wsClient(t.url, user.token));
     // One follows the runtime lines only (a filter every live line passes), the others every line.
@@ -91,8 +90,8 @@ describe('direct delivery of live log batches over graphql-ws', () => {
   });
 
   it('a subscription that ends gets nothing more, while the connection follows another', async () => {
-    const a = await liveDeployment();
-    const b = await liveDeployment();
+    const a = await following();
+    const b = await following();
     const socket = new WebSocket(t.url.replace('http', 'ws') + '/graphql', 'graphql-transport-ws');
     const messages: Array<{ id?: string; type: string; payload?: { data?: { deploymentLogBatches: Array<{ message: string }> } } }> = [];
     const arrived: Array<() => void> = [];

@@ -37,6 +37,15 @@ export async function settle(url: string, user: TestUser, id: string): Promise<s
   }
 }
 
+/** A new egg of `owner` (a new user when omitted), deployed and LIVE: the deployment's id, and its owner. */
+export async function liveDeployment(t: { gateway: Gateway; url: string }, owner?: TestUser): Promise<{ id: string; user: TestUser }> {
+  const user = owner ?? (await makeUser(t.gateway));
+  const d = await deploy(t.url, user, (await makeApp(t.url, user)).slug);
+  const status = await settle(t.url, user, d.id);
+  if (status !== 'LIVE') throw new Error(`deployment ${d.id} settled ${status}, not LIVE`);
+  return { id: d.id, user };
+}
+
 /** An ISO 8601 UTC timestamp with milliseconds, as every API response writes them. */
 export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
