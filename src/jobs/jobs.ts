@@ -17,6 +17,8 @@ export class Jobs {
   private readonly boss: PgBoss;
 
   private queues: string[] = [];
+  /** Set when start() begins: settles once pg-boss runs and every queue exists. */
+  private created: Promise<void> | null = null;
   /** From the end of start() until stop() begins or pg-boss says it stopped. */
   private running = false;
 
@@ -60,9 +62,14 @@ export class Jobs {
   }
 
   async start(definitions: JobDefinition[]): Promise<void> {
-    await this.boss.start();
+    // Every queue first: a send() made while start() runs (a resumed deployment waking the
+    // webhooks) waits for them instead of failing on a queue not created yet.
+    this.created = (async () => {
+      await this.boss.start();
+      for (const def of definitions) await this.boss.createQueue(def.name);
+    })();
+    await this.created;
     for (const def of definitions) {
-      await this.boss.createQueue(def.name);
       this.metrics?.jobQueue(def.name);
       await this.boss.work(def.name, { pollingIntervalSeconds: def.pollSeconds ?? 2 }, async () => {
         try {
@@ -93,6 +100,7 @@ export class Jobs {
 
   /** Queues a run of a job, now or after `delayMs`; one pending run per job is enough. */
   async send(name: string, delayMs = 0): Promise<void> {
+    if (this.created) await this.created;
     const startAfter = Math.ceil(delayMs / 1000);
     await this.boss.send(name, {}, startAfter > 0 ? { startAfter } : { singletonKey: `${name}-now` });
   }
