@@ -206,11 +206,23 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
       const client = wsClient(gateway.url, owner.token);
       try {
         const stream = collect(client, DeploymentLogStreamDocument, { id: first, type: 'RUNTIME' });
-        await waitForItem(stream, (i) => i.deploymentLogs.message.startsWith('listening v1'));
+        // Bounded below jest's timeout, so that a line that never comes is named with what did.
+        const logged = (what: string, match: (message: string) => boolean) =>
+          Promise.race([
+            waitForItem(stream, (i) => match(i.deploymentLogs.message)),
+            new Promise<never>((_, reject) => {
+              const timer = setTimeout(
+                () => reject(new Error(`no "${what}" line in 15 s; received: ${JSON.stringify(stream.items.map((i) => i.deploymentLogs.message))}`)),
+                15_000,
+              );
+              timer.unref();
+            }),
+          ]);
+        await logged('listening v1', (m) => m.startsWith('listening v1'));
         for (let i = 0; i < 5; i++) expect((await get(slug, `/n${i}`)).body).toBe(`v1 /n${i}`);
         // The router's line and the egg's own arrive by different paths: wait for both.
-        await waitForItem(stream, (i) => i.deploymentLogs.message === 'request /n4');
-        await waitForItem(stream, (i) => /^GET \/n4 200 \d+ms$/.test(i.deploymentLogs.message));
+        await logged('request /n4', (m) => m === 'request /n4');
+        await logged('GET /n4 200', (m) => /^GET \/n4 200 \d+ms$/.test(m));
         const items = stream.items.slice();
         const messages = items.map((i) => i.deploymentLogs.message);
         for (let i = 0; i < 5; i++) {
