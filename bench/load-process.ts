@@ -82,6 +82,13 @@ export interface HttpResult {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /**
+   * The harness process's CPU (user + system) per request while measured, in ms: what a server
+   * running in it (the gateway, the bare baselines, mercurius) spends on a request, its threads
+   * (GC, libuv) included: the server's own cost, apart from the load generator's and PostgreSQL's
+   * on the same cores. Meaningless for a server in another process (PostGraphile, the router's egg).
+   */
+  cpuMsPerRequest?: number;
 }
 
 export interface HttpTarget {
@@ -108,12 +115,16 @@ export async function autocannon(
 ): Promise<HttpResult> {
   const child = startLoad('http', { ...target, connections: settings.connections, duration: settings.seconds, warmup: settings.warmup });
   try {
-    const r = (await child.next('result', (settings.seconds + settings.warmup + 30) * 1000)) as unknown as HttpResult;
+    await child.next('measuring', (settings.warmup + 30) * 1000);
+    const cpu = process.cpuUsage();
+    const r = (await child.next('result', (settings.seconds + 30) * 1000)) as unknown as HttpResult;
+    const used = process.cpuUsage(cpu);
+    r.cpuMsPerRequest = r.requests ? +((used.user + used.system) / 1000 / r.requests).toFixed(3) : undefined;
     if (r.errors || r.timeouts) throw new Error(`${label}: ${r.errors} errors, ${r.timeouts} timeouts`);
     if (status === undefined && r.non2xx) throw new Error(`${label}: ${r.non2xx} non-2xx answers`);
     if (status !== undefined && r.statusCodes[status] !== r.requests)
       throw new Error(`${label}: expected every answer to be ${status}, got ${JSON.stringify(r.statusCodes)}`);
-    process.stderr.write(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms\n`);
+    process.stderr.write(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  ${r.cpuMsPerRequest} ms CPU here\n`);
     return r;
   } finally {
     await child.stop();

@@ -42,6 +42,8 @@ async function http() {
     timeout: 10,
   };
   if (spec.warmup > 0) await cannon({ ...base, duration: spec.warmup });
+  // The harness starts counting its own CPU here (the servers it runs in its process).
+  emit({ event: 'measuring' });
   const r = await cannon({ ...base, duration: spec.duration || 5 });
   emit({
     event: 'result',

@@ -112,6 +112,10 @@ describe('npm run bench (shrunk)', () => {
     for (const r of [...raw.logs.gateway, ...raw.logs.baseline]) expect(r.delivered).toBe(r.expectedTotal);
   });
 
+  it('each list load records the CPU the harness process (the gateway, the bare baseline) spent a request', () => {
+    for (const r of [...raw.http.baseline, raw.http.rest, raw.http.graphql]) expect(r.cpuMsPerRequest).toBeGreaterThan(0);
+  });
+
   it('the GraphQL peers answer the same number of rows as the gateway, on the same database', () => {
     expect(raw.peers?.rows).toEqual({ postgraphile: 20, mercurius: 20, gateway: 20 });
   });
