@@ -14,4 +14,5 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
   maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/sequencer.js',
 };
