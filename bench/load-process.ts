@@ -124,7 +124,9 @@ export async function autocannon(
     if (status === undefined && r.non2xx) throw new Error(`${label}: ${r.non2xx} non-2xx answers`);
     if (status !== undefined && r.statusCodes[status] !== r.requests)
       throw new Error(`${label}: expected every answer to be ${status}, got ${JSON.stringify(r.statusCodes)}`);
-    process.stderr.write(`  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  ${r.cpuMsPerRequest} ms CPU here\n`);
+    process.stderr.write(
+      `  ${label.padEnd(34)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  ${r.cpuMsPerRequest} ms CPU here\n`,
+    );
     return r;
   } finally {
     await child.stop();
