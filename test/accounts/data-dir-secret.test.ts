@@ -29,7 +29,7 @@ describe('secrets generated into the data dir', () => {
     `;
     const run = () =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['-r', '@swc-node/register', '-e', script, dir], { cwd: path.resolve(__dirname, '../..') });
+        const child = spawn(process.execPath, ['-r', './scripts/register.js', '-e', script, dir], { cwd: path.resolve(__dirname, '../..') });
         let out = '';
         let err = '';
         let counted = false;

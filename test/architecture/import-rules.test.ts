@@ -14,7 +14,7 @@ function check(root?: string): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['-r', '@swc-node/register', path.join(repo, 'scripts', 'architecture.ts'), ...(root ? [root] : [])],
+      ['-r', './scripts/register.js', path.join(repo, 'scripts', 'architecture.ts'), ...(root ? [root] : [])],
       { cwd: repo, encoding: 'utf8', timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
     );

@@ -23,7 +23,7 @@ describe('npm run bench (shrunk)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'hatchery-bench-'));
-    const proc = spawn(process.execPath, ['-r', '@swc-node/register', 'bench/run.ts'], {
+    const proc = spawn(process.execPath, ['-r', './scripts/register.js', 'bench/run.ts'], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -95,7 +95,7 @@ describe('hatch deploy uploads the egg’s folder (end to end against a running 
     return r;
   }
 
-  /** Temporary archives the CLI left behind (swc-node keeps its own cache there too). */
+  /** Temporary archives the CLI left behind. */
   const leftovers = (tmp: string) => readdirSync(tmp).filter((n) => n.startsWith('hatch-'));
   const sources = async (slug: string) => (await gqlOk(t.url, user.token, SOURCES, { app: slug })).sources.nodes;
   const deployments = async (slug: string) =>

@@ -31,7 +31,7 @@ describe('HATCHERY_RUNTIME', () => {
     const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = execFile(
         process.execPath,
-        ['-r', '@swc-node/register', 'src/main.ts'],
+        ['-r', './scripts/register.js', 'src/main.ts'],
         { cwd: ROOT, env: { ...process.env, HATCHERY_RUNTIME: 'docker', DOCKER_HOST: host, DATABASE_URL: 'postgres://127.0.0.1:1/never' }, timeout: 30_000 },
         (_err, _stdout, err) => resolve({ code: child.exitCode, stderr: err }),
       );

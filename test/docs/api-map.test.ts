@@ -21,7 +21,7 @@ const generated = (text: string) => text.slice(text.indexOf(BEGIN), text.indexOf
 
 function docsCheck(file: string): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-r', '@swc-node/register', 'scripts/docs.ts', 'check', file], { cwd: root, timeout: 60_000 }, (err, _stdout, stderr) =>
+    execFile(process.execPath, ['-r', './scripts/register.js', 'scripts/docs.ts', 'check', file], { cwd: root, timeout: 60_000 }, (err, _stdout, stderr) =>
       resolve({ code: err ? ((err.code as number) ?? -1) : 0, stderr }),
     );
   });

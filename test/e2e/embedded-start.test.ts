@@ -34,7 +34,7 @@ describe('zero-config start with the embedded PostgreSQL', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'hatchery-e2e-'));
     chmodSync(dataDir, 0o755); // as root: the cluster stays in here, not in /var/lib/hatchery-postgres
-    server = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    server = spawn(process.execPath, ['-r', './scripts/register.js', 'src/main.ts'], { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
     server.stderr!.on('data', (c) => (stderr += c));
     url = await new Promise<string>((resolve, reject) => {
       let partial = '';
@@ -67,7 +67,7 @@ describe('zero-config start with the embedded PostgreSQL', () => {
     expect((await rest(url, null, 'GET', '/readyz')).status).toBe(200);
 
     // The admin command shares the running server's embedded cluster.
-    const admin = await run(process.execPath, ['-r', '@swc-node/register', 'src/cli/admin.ts', 'create-user', 'newcomer@example.com'], {
+    const admin = await run(process.execPath, ['-r', './scripts/register.js', 'src/cli/admin.ts', 'create-user', 'newcomer@example.com'], {
       cwd: ROOT,
       env: env(),
     });

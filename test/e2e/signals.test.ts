@@ -17,7 +17,7 @@ describe('a gateway process stopped with SIGINT', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    server = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], {
+    server = spawn(process.execPath, ['-r', './scripts/register.js', 'src/main.ts'], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -224,9 +224,9 @@ export interface ChildGateway {
   kill(signal?: NodeJS.Signals): Promise<number | string | null>;
 }
 
-/** `node -r @swc-node/register src/main.ts` as a child process; resolves once it prints its URL. */
+/** `node -r ./scripts/register.js src/main.ts` as a child process; resolves once it prints its URL. */
 export async function spawnGateway(env: NodeJS.ProcessEnv): Promise<ChildGateway> {
-  const proc = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['-r', './scripts/register.js', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stderr.on('data', (c) => (out += c));
   const exited = new Promise<number | string | null>((resolve) => proc.once('exit', (code, signal) => resolve(signal ?? code)));

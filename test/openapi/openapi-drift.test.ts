@@ -16,7 +16,7 @@ const COMMITTED = join(ROOT, 'schema/openapi.json');
 
 async function check(file: string): Promise<{ code: number; output: string }> {
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, ['-r', '@swc-node/register', 'scripts/openapi.ts', 'check', file], { cwd: ROOT });
+    const { stdout } = await promisify(execFile)(process.execPath, ['-r', './scripts/register.js', 'scripts/openapi.ts', 'check', file], { cwd: ROOT });
     return { code: 0, output: stdout };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

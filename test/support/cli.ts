@@ -16,7 +16,7 @@ export function admin(databaseUrl: string, ...args: string[]): Promise<CliResult
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['-r', '@swc-node/register', 'src/cli/admin.ts', ...args],
+      ['-r', './scripts/register.js', 'src/cli/admin.ts', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: CLI_TIMEOUT_MS },
       (err, stdout, stderr) => {
         if (err && typeof err.code !== 'number') return reject(asError(err));

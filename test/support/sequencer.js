@@ -41,9 +41,7 @@ class LongestFirst extends Sequencer {
     // Jest's own order (failed first, then by time or size) decides among equals.
     const ordered = super.sort(keyed.map((k) => k.test));
     const rank = new Map(ordered.map((t, i) => [t, i]));
-    return keyed
-      .sort((a, b) => Number(b.failed) - Number(a.failed) || b.s - a.s || rank.get(a.test) - rank.get(b.test))
-      .map((k) => k.test);
+    return keyed.sort((a, b) => Number(b.failed) - Number(a.failed) || b.s - a.s || rank.get(a.test) - rank.get(b.test)).map((k) => k.test);
   }
 }
 
