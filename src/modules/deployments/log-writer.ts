@@ -54,8 +54,17 @@ export interface LogWriterOptions {
  * after they are stored, which is what lets a subscriber replay storage and then go live
  * without a gap. Sequence numbers are per deployment, assigned here, continuing from storage.
  */
+/** How many forgotten deployments a writer remembers, to drop their late lines quietly. */
+const FORGOTTEN_KEPT = 10_000;
+
 export class LogWriter {
   private readonly seqs = new Map<string, number>();
+  /**
+   * Deployments stopped being written here, the newest last: a line the runtime still hands over
+   * for one (a container's last output, an idle check failing as the egg is removed) is dropped,
+   * not an error that would end the process from a stream's callback.
+   */
+  private readonly forgotten = new Set<string>();
   private buffer: LogLine[] = [];
   private timer: NodeJS.Timeout | null = null;
   /** The last batch's storing: the next batch is stored after it (in order), not after its publishing. */
@@ -92,11 +101,15 @@ export class LogWriter {
       [deploymentId],
     );
     this.seqs.set(deploymentId, Math.max(Number(row.seq), this.seqs.get(deploymentId) ?? 0));
+    this.forgotten.delete(deploymentId);
   }
 
   append(deploymentId: string, type: LogType, message: string, at?: Date, stream?: 'stdout' | 'stderr'): void {
     const last = this.seqs.get(deploymentId);
-    if (last === undefined) throw new Error(`log writer: deployment ${deploymentId} was not opened`);
+    if (last === undefined) {
+      if (this.forgotten.has(deploymentId)) return;
+      throw new Error(`log writer: deployment ${deploymentId} was not opened`);
+    }
     this.seqs.set(deploymentId, last + 1);
     const line = Object.assign(new LogLine(), {
       deploymentId,
@@ -111,9 +124,16 @@ export class LogWriter {
     else if (!this.timer) this.timer = setTimeout(() => void this.flush(), this.flushMs);
   }
 
-  /** Stops tracking a deployment (deleted, or no longer writing); its unflushed lines are dropped. */
+  /**
+   * Stops tracking a deployment (deleted, or no longer writing); its unflushed lines are dropped,
+   * and so are lines appended for it later, until it is opened again.
+   */
   forget(deploymentId: string): void {
-    this.seqs.delete(deploymentId);
+    if (this.seqs.delete(deploymentId)) {
+      this.forgotten.delete(deploymentId);
+      this.forgotten.add(deploymentId);
+      if (this.forgotten.size > FORGOTTEN_KEPT) this.forgotten.delete(this.forgotten.values().next().value!);
+    }
     this.buffer = this.buffer.filter((l) => l.deploymentId !== deploymentId);
   }
 
