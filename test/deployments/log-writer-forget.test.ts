@@ -18,15 +18,13 @@ describe('log writer: lines for a forgotten deployment', () => {
   });
   afterAll(() => t.stop());
 
-  const stored = async (deploymentId: string, messages: string[]) =>
-    (
-      (await t.gateway.ds.query('SELECT message FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq', [
-        deploymentId,
-        messages,
-      ])) as Array<{
-        message: string;
-      }>
-    ).map((r) => r.message);
+  const stored = async (deploymentId: string, messages: string[]) => {
+    const rows = await t.gateway.ds.query<Array<{ message: string }>>(
+      'SELECT message FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq',
+      [deploymentId, messages],
+    );
+    return rows.map((r) => r.message);
+  };
 
   it('are dropped quietly once it is forgotten; a deployment never opened is still an error', async () => {
     const d = await liveDeployment(t);
@@ -54,10 +52,10 @@ describe('log writer: lines for a forgotten deployment', () => {
     await writer.open(d.id);
     writer.append(d.id, LogType.RUNTIME, 'second life');
     await writer.flush();
-    const rows = (await t.gateway.ds.query('SELECT message, seq FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq', [
-      d.id,
-      ['first life', 'second life'],
-    ])) as Array<{ message: string; seq: string }>;
+    const rows = await t.gateway.ds.query<Array<{ message: string; seq: string }>>(
+      'SELECT message, seq FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq',
+      [d.id, ['first life', 'second life']],
+    );
     expect(rows.map((r) => r.message)).toEqual(['first life', 'second life']);
     expect(Number(rows[1].seq)).toBe(Number(rows[0].seq) + 1);
   });
