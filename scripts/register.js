@@ -15,7 +15,7 @@ const root = path.join(__dirname, '..');
 const { $schema, ...options } = JSON.parse(fs.readFileSync(path.join(root, '.swcrc'), 'utf8'));
 void $schema;
 // Kept with the dependencies: a fresh install starts with none, and nothing outside the project reads it.
-const cacheDir = process.env.HATCHERY_COMPILE_CACHE_DIR || path.join(root, 'node_modules', '.cache', 'hatchery-swc');
+const cacheDir = path.join(root, 'node_modules', '.cache', 'hatchery-swc');
 
 let swc = null;
 let salt = null;
