@@ -56,6 +56,9 @@ const S = {
   idleSubscribers: num('BENCH_IDLE_SUBSCRIBERS', 2000),
   // Where the idle phase writes heap snapshots of this process before and after they subscribe (unset: none).
   idleHeapDir: process.env.BENCH_IDLE_HEAP_DIR || null,
+  // Before the lists are measured, each server (bare, REST, GraphQL, the peers) answers this long
+  // unmeasured: the gateway's code takes longer than the bare loop's to reach its steady speed.
+  listWarmup: num('BENCH_LIST_WARMUP_SECONDS', 10),
   drainMs: num('BENCH_DRAIN_MS', 15_000), // after the last line, how long subscribers may take
   ingestLines: num('BENCH_INGEST_LINES', 100_000),
   // The search phase (opt-in: BENCH_ONLY=search): lines stored in all, and in the one deployment searched.
@@ -79,6 +82,16 @@ const ROOT = path.resolve(__dirname, '..');
 
 /** autocannon with this run's settings (BENCH_CONNECTIONS, BENCH_SECONDS, BENCH_WARMUP_SECONDS). */
 const autocannon = (label: string, target: HttpTarget, status?: number): Promise<HttpResult> => loadTarget(label, target, S, status);
+
+/**
+ * Each target loaded for BENCH_LIST_WARMUP_SECONDS, unmeasured, the same for every server: a
+ * gateway just started spent 1.5–2× the CPU a request it spends a few minutes later (its code
+ * compiled and optimised as it runs), the bare loop much less so (docs/benchmarks.md, 2026-11-27).
+ */
+async function warmUp(targets: Array<[string, HttpTarget]>): Promise<void> {
+  if (S.listWarmup <= 0) return;
+  for (const [label, target] of targets) await loadTarget(`warm-up: ${label}`, target, { ...S, seconds: S.listWarmup, warmup: 0 });
+}
 
 // ---------------------------------------------------------------------------------------------
 // Database: a fresh one on DATABASE_URL's server, else an embedded PostgreSQL in a temp dir.
@@ -273,6 +286,11 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
   await check(base, countRest, 20);
   await check(restT, countRest, 20);
   await check(gqlT, countGql, 20);
+  await warmUp([
+    ['baseline', base],
+    ['gateway REST', restT],
+    ['gateway GraphQL', gqlT],
+  ]);
   // The baseline before and after the gateway runs, averaged: the machine's drift cancels too.
   const before = await autocannon('baseline (Fastify + pg)', base);
   const restR = await autocannon('gateway REST GET /deployments', restT);
@@ -336,12 +354,21 @@ async function peersPhase(gatewayUrl: string, baselineUrl: string, seedData: See
     }
     if (!lists) {
       await check(targets.rest, countRest, 20);
+      await warmUp([
+        ['baseline', targets.base],
+        ['gateway REST', targets.rest],
+        ['gateway GraphQL', targets.graphql],
+      ]);
       const before = await autocannon('baseline (Fastify + pg)', targets.base);
       const rest = await autocannon('gateway REST GET /deployments', targets.rest);
       const graphql = await autocannon('gateway GraphQL deployments(first: 20)', targets.graphql);
       const after = await autocannon('baseline (Fastify + pg), again', targets.base);
       lists = { rest, graphql, baseline: { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } } };
     }
+    await warmUp([
+      ['PostGraphile 4', pgT],
+      ['mercurius + graphql-jit', mercT],
+    ]);
     const pgR = await autocannon('PostGraphile 4 allDeployments', pgT);
     const mercR = await autocannon('mercurius + graphql-jit deployments', mercT);
     raw.peers = { rows: Object.fromEntries(Object.entries(pages).map(([k, p]) => [k, p.rows])), postgraphile: pgR, mercurius: mercR, gateway: lists };

@@ -31,6 +31,7 @@ describe('npm run bench (shrunk)', () => {
         BENCH_RESULTS_DIR: dir,
         BENCH_SECONDS: '1',
         BENCH_WARMUP_SECONDS: '0',
+        BENCH_LIST_WARMUP_SECONDS: '1',
         BENCH_CONNECTIONS: '2',
         BENCH_LOG_RATE: '200',
         BENCH_LOG_SECONDS: '1',
