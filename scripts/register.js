@@ -12,8 +12,8 @@ const Module = require('node:module');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const { $schema, ...options } = JSON.parse(fs.readFileSync(path.join(root, '.swcrc'), 'utf8'));
-void $schema;
+const options = JSON.parse(fs.readFileSync(path.join(root, '.swcrc'), 'utf8'));
+delete options.$schema;
 // Kept with the dependencies: a fresh install starts with none, and nothing outside the project reads it.
 const cacheDir = path.join(root, 'node_modules', '.cache', 'hatchery-swc');
 

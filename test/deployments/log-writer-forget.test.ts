@@ -18,44 +18,41 @@ describe('log writer: lines for a forgotten deployment', () => {
   });
   afterAll(() => t.stop());
 
-  const stored = async (deploymentId: string, messages: string[]) => {
-    const rows = await t.gateway.ds.query<Array<{ message: string }>>(
-      'SELECT message FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq',
+  /** Its stored lines among `messages`, in order, with their sequence numbers. */
+  const stored = (deploymentId: string, messages: string[]) =>
+    t.gateway.ds.query<Array<{ message: string; seq: string }>>(
+      'SELECT message, seq FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq',
       [deploymentId, messages],
     );
-    return rows.map((r) => r.message);
-  };
 
-  it('are dropped quietly once it is forgotten; a deployment never opened is still an error', async () => {
+  /** A live deployment and a writer that wrote `message` for it, stored it, then forgot it. */
+  const writtenThenForgotten = async (message: string) => {
     const d = await liveDeployment(t);
     const writer = new LogWriter(t.gateway.ds, createPubSub<Topics>(), systemClock);
     await writer.open(d.id);
-    writer.append(d.id, LogType.RUNTIME, 'before forget');
+    writer.append(d.id, LogType.RUNTIME, message);
     await writer.flush();
     writer.forget(d.id);
+    return { d, writer };
+  };
+
+  it('are dropped quietly once it is forgotten; a deployment never opened is still an error', async () => {
+    const { d, writer } = await writtenThenForgotten('before forget');
 
     expect(() => writer.append(d.id, LogType.RUNTIME, 'after forget')).not.toThrow();
     await writer.flush();
-    expect(await stored(d.id, ['before forget', 'after forget'])).toEqual(['before forget']);
+    expect((await stored(d.id, ['before forget', 'after forget'])).map((r) => r.message)).toEqual(['before forget']);
 
     const never = await liveDeployment(t);
     expect(() => writer.append(never.id, LogType.RUNTIME, 'never opened')).toThrow(/was not opened/);
   });
 
   it('opened again, it continues its sequence after what is stored', async () => {
-    const d = await liveDeployment(t);
-    const writer = new LogWriter(t.gateway.ds, createPubSub<Topics>(), systemClock);
-    await writer.open(d.id);
-    writer.append(d.id, LogType.RUNTIME, 'first life');
-    await writer.flush();
-    writer.forget(d.id);
+    const { d, writer } = await writtenThenForgotten('first life');
     await writer.open(d.id);
     writer.append(d.id, LogType.RUNTIME, 'second life');
     await writer.flush();
-    const rows = await t.gateway.ds.query<Array<{ message: string; seq: string }>>(
-      'SELECT message, seq FROM log_lines WHERE deployment_id = $1 AND message = ANY($2) ORDER BY seq',
-      [d.id, ['first life', 'second life']],
-    );
+    const rows = await stored(d.id, ['first life', 'second life']);
     expect(rows.map((r) => r.message)).toEqual(['first life', 'second life']);
     expect(Number(rows[1].seq)).toBe(Number(rows[0].seq) + 1);
   });

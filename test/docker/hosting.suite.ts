@@ -20,6 +20,7 @@ import {
   UpdateResourcesDocument,
 } from '../../src/client/generated';
 import { imageTag, LABELS } from '../../src/runtime/docker/docker.runtime';
+import { within } from '../../src/timeout';
 import { collect, gql, gqlOk, rest, startGateway, TestGateway, waitForItem, wsClient } from '../support/gateway';
 import { makeApp, makeUser, settle, TestUser } from '../support/factories';
 import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../support/docker';
@@ -208,16 +209,13 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
         const stream = collect(client, DeploymentLogStreamDocument, { id: first, type: 'RUNTIME' });
         // Bounded below jest's timeout, so that a line that never comes is named with what did.
         const logged = (what: string, match: (message: string) => boolean) =>
-          Promise.race([
+          within(
             waitForItem(stream, (i) => match(i.deploymentLogs.message)),
-            new Promise<never>((_, reject) => {
-              const timer = setTimeout(
-                () => reject(new Error(`no "${what}" line in 15 s; received: ${JSON.stringify(stream.items.map((i) => i.deploymentLogs.message))}`)),
-                15_000,
-              );
-              timer.unref();
-            }),
-          ]);
+            15_000,
+            () => {
+              throw new Error(`no "${what}" line in 15 s; received: ${JSON.stringify(stream.items.map((i) => i.deploymentLogs.message))}`);
+            },
+          );
         await logged('listening v1', (m) => m.startsWith('listening v1'));
         for (let i = 0; i < 5; i++) expect((await get(slug, `/n${i}`)).body).toBe(`v1 /n${i}`);
         // The router's line and the egg's own arrive by different paths: wait for both.

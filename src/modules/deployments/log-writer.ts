@@ -49,14 +49,14 @@ export interface LogWriterOptions {
   ensurePartitions?: () => Promise<void>;
 }
 
+/** How many forgotten deployments a writer remembers, to drop their late lines quietly. */
+const FORGOTTEN_KEPT = 10_000;
+
 /**
  * Batches log lines into one INSERT per flush, then publishes them. Lines are published only
  * after they are stored, which is what lets a subscriber replay storage and then go live
  * without a gap. Sequence numbers are per deployment, assigned here, continuing from storage.
  */
-/** How many forgotten deployments a writer remembers, to drop their late lines quietly. */
-const FORGOTTEN_KEPT = 10_000;
-
 export class LogWriter {
   private readonly seqs = new Map<string, number>();
   /**
