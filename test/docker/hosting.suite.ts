@@ -118,7 +118,14 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
       try {
         const stream = collect(client, DeploymentLogStreamDocument, { id: deploymentId, type: 'RUNTIME' });
         await get(slug, urlPath);
-        await waitForItem(stream, (i) => i.deploymentLogs.message === `request ${urlPath}`);
+        // Bounded below the tests' timeouts: a line that never comes is named with what did (seen twice in CI, not reproduced).
+        await within(
+          waitForItem(stream, (i) => i.deploymentLogs.message === `request ${urlPath}`),
+          30_000,
+          () => {
+            throw new Error(`no "request ${urlPath}" line in 30 s; received: ${JSON.stringify(stream.items.map((i) => i.deploymentLogs.message))}`);
+          },
+        );
         stream.unsubscribe();
       } finally {
         await client.dispose();
