@@ -22,7 +22,7 @@ import {
   RunningEgg,
   Runtime,
 } from '../runtime.port';
-import { lineSplitter, parseTimestamped } from './lines';
+import { FollowedLines, lineSplitter, parseTimestamped } from './lines';
 import { PreviewDatabases } from './preview-databases';
 import { PreviewRedis } from './preview-redis';
 import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './preview-relays';
@@ -622,8 +622,11 @@ export function demuxLines(docker: Docker, stream: NodeJS.ReadableStream, emit: 
   const err = new PassThrough();
   const a = lineSplitter((line) => emit(line, 'stdout'));
   const b = lineSplitter((line) => emit(line, 'stderr'));
-  out.on('data', (c: Buffer) => a.push(c.toString('utf8')));
-  err.on('data', (c: Buffer) => b.push(c.toString('utf8')));
+  // Decoded per stream, not per chunk: a character the Engine's frames split comes whole.
+  out.setEncoding('utf8');
+  err.setEncoding('utf8');
+  out.on('data', (text: string) => a.push(text));
+  err.on('data', (text: string) => b.push(text));
   docker.modem.demuxStream(stream, out, err);
   return new Promise<void>((resolve) => {
     const end = () => {
@@ -740,8 +743,8 @@ export function answers(port: number, ms: number): Promise<boolean> {
 class WatchedContainer implements RunningEgg {
   /** Aborted when this runner stops watching: every request it has open to the Engine (logs, wait, events) ends with it. */
   private readonly watching = new AbortController();
-  /** The container's timestamp of the newest line passed on, in nanoseconds. */
-  private lastSeenNs = 0n;
+  /** Which of the container's lines were passed on already, across follows. */
+  private seen = new FollowedLines();
   /** This runner stopped the container because the egg was idle; a request starts it again. */
   private asleep: boolean;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -782,28 +785,20 @@ class WatchedContainer implements RunningEgg {
     let delay = this.opts.backoff.min;
     // Lines from the container's start, the first time (the build started it and no one read them
     // yet), except those stored already: an adopted container's lines up to its last runner's detach.
-    let since = 0;
-    const stored = await this.hooks.lastLineAt();
-    if (stored) {
-      // Stored times are whole milliseconds: the rest of that millisecond was passed on too.
-      this.lastSeenNs = BigInt(stored.getTime()) * 1_000_000n + 999_999n;
-      since = Math.floor(stored.getTime() / 1000);
-    }
+    this.seen = FollowedLines.after(await this.hooks.lastLineAt());
     while (!this.ended) {
       if (!container) {
         container = await this.untilWoken();
         if (!container) return;
         const info = await container.inspect();
         this.log('runtime', `==> Waking ${this.spec.slug} with ${Math.round((info.HostConfig.Memory ?? 0) / 1024 / 1024)} MB of memory`);
-        since = Number(this.lastSeenNs / 1_000_000_000n);
       }
       const startedAt = Date.now();
-      await this.follow(container, since);
+      await this.follow(container);
       this.watchIdle(container);
       const exit = (await container.wait({ abortSignal: this.watching.signal })) as { StatusCode: number };
       this.unwatchIdle();
       if (this.ended) return;
-      since = Number(this.lastSeenNs / 1_000_000_000n);
       if (this.asleep) {
         container = null;
         continue;
@@ -892,15 +887,14 @@ class WatchedContainer implements RunningEgg {
     }
   }
 
-  private async follow(container: Docker.Container, since: number): Promise<void> {
+  private async follow(container: Docker.Container): Promise<void> {
+    const since = this.seen.follow();
     const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
     const emit = (raw: string, from: OutputStream) => {
       const line = parseTimestamped(raw);
       if (!line) return this.log('runtime', raw, undefined, from);
-      // Following again after a restart starts at a whole second: lines already seen come again.
-      if (line.ns <= this.lastSeenNs) return;
-      this.lastSeenNs = line.ns;
-      this.log('runtime', line.message, line.at, from);
+      // Following again starts at a whole second: lines already passed on come again.
+      if (this.seen.fresh(line.ns)) this.log('runtime', line.message, line.at, from);
     };
     void demuxLines(this.docker, stream, emit);
   }

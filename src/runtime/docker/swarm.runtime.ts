@@ -17,7 +17,7 @@ import {
   replicasOf,
   volumeName,
 } from './docker.runtime';
-import { parseTimestamped } from './lines';
+import { FollowedLines, parseTimestamped } from './lines';
 
 const MB = 1024 * 1024;
 
@@ -331,10 +331,9 @@ class WatchedService implements RunningEgg {
   private async watch(): Promise<void> {
     const stored = await this.busily(() => this.start());
     if (this.stopped) return;
-    const skipNs = stored ? BigInt(stored.getTime()) * 1_000_000n + 999_999n : 0n;
     this.every(2000, () => this.pollTasks(false));
     if (this.opts.sleepAfterMs > 0) this.every(Math.min(5000, Math.max(100, this.opts.sleepAfterMs / 4)), () => this.checkIdle());
-    await this.follow(stored ? Math.floor(stored.getTime() / 1000) : 0, skipNs);
+    await this.follow(FollowedLines.after(stored));
   }
 
   /**
@@ -355,10 +354,10 @@ class WatchedService implements RunningEgg {
     return this.hooks.lastLineAt();
   }
 
-  /** Follows the service's logs (again if the stream ends), lines at or before `skipNs` already stored. */
-  private async follow(since: number, skipNs: bigint): Promise<void> {
-    let newest = skipNs;
+  /** Follows the service's logs (again if the stream ends), passing on the lines `seen` has not. */
+  private async follow(seen: FollowedLines): Promise<void> {
     while (!this.stopped) {
+      const since = seen.follow();
       const stream = await this.docker.getService(this.name).logs({
         follow: true,
         stdout: true,
@@ -370,17 +369,12 @@ class WatchedService implements RunningEgg {
       } as Docker.ContainerLogsOptions);
       await demuxLines(this.docker, stream, (raw, from) => {
         const line = parseServiceLine(raw);
-        if (line.ns !== undefined) {
-          if (line.ns <= skipNs) return;
-          if (line.ns > newest) newest = line.ns;
-        }
+        if (line.ns !== undefined && !seen.fresh(line.ns)) return;
         const slot = line.task ? this.slots.get(line.task) : undefined;
         this.log('runtime', this.replicas > 1 && slot !== undefined ? `[replica ${slot}] ${line.message}` : line.message, line.at, from);
       });
       if (this.stopped) return;
       // The stream ended (the Engine restarted it): again from the newest line, later ones only.
-      skipNs = newest;
-      since = Number(newest / 1_000_000_000n);
       await sleep(500, undefined, { signal: this.watching.signal }).catch(() => undefined);
     }
   }
