@@ -156,6 +156,13 @@ export class Metrics {
   }
 
   /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
+  /** A GraphQL operation over HTTP has been answered (`started`: `performance.now()` when it arrived). */
+  httpOperation(name: string | null | undefined, type: string, failed: boolean, started: number): void {
+    const operation = this.operationName(name);
+    this.graphqlOperations.inc({ operation, type, transport: 'http', outcome: failed ? 'error' : 'success' });
+    this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
+  }
+
   apolloPlugin<T extends BaseContext>(): ApolloServerPlugin<T> {
     return {
       requestDidStart: () => {
@@ -164,10 +171,7 @@ export class Metrics {
           willSendResponse: (rc) => {
             const body = rc.response.body;
             const failed = body.kind === 'single' ? Boolean(body.singleResult.errors?.length) : Boolean(rc.errors?.length);
-            const operation = this.operationName(rc.operationName ?? rc.request.operationName);
-            const type = rc.operation?.operation ?? 'unknown';
-            this.graphqlOperations.inc({ operation, type, transport: 'http', outcome: failed ? 'error' : 'success' });
-            this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
+            this.httpOperation(rc.operationName ?? rc.request.operationName, rc.operation?.operation ?? 'unknown', failed, started);
             return Promise.resolve();
           },
         });

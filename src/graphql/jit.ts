@@ -9,11 +9,20 @@ import {
   GraphQLSchema,
   OperationDefinitionNode,
   OperationTypeNode,
+  parse,
+  specifiedRules,
+  validate,
+  ValidationRule,
 } from 'graphql';
 import { CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 
 type Compiled = CompiledQuery | null;
 type Prepared = { operation: OperationDefinitionNode | null; compiled: Compiled };
+/** A query graphql-jit compiled, with its operation. */
+export type CompiledOperation = { operation: OperationDefinitionNode; compiled: CompiledQuery };
+
+/** Query texts whose compiled form (or lack of one) `compiledText` keeps, the oldest dropped first. */
+const TEXTS_KEPT = 1000;
 
 /**
  * graphql-jit's errors as graphql-js makes them. Its own keep `originalError` out of their
@@ -43,8 +52,44 @@ export class JitExecutor {
    * and, for a query graphql-jit could compile, its compiled form. Worked out on first use.
    */
   private readonly prepared = new WeakMap<DocumentNode, Map<string, Prepared>>();
+  /** Per operation name and query text, for `compiledText`. */
+  private readonly byText = new Map<string, CompiledOperation | null>();
 
-  constructor(private readonly schema: GraphQLSchema) {}
+  /** `validationRules`: what Apollo Server validates with besides graphql-js's own rules. */
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly validationRules: readonly ValidationRule[] = [],
+  ) {}
+
+  /**
+   * The compiled query of a request's text and operation name, when the text parses, passes
+   * validation as Apollo Server validates it (graphql-js's rules and `validationRules`) and names
+   * one query graphql-jit compiles; null otherwise (the caller leaves such a request to Apollo
+   * Server, which answers it with its errors). Worked out once per text.
+   */
+  compiledText(query: string, operationName: string | undefined): CompiledOperation | null {
+    const key = `${operationName ?? ''}\n${query}`;
+    const known = this.byText.get(key);
+    if (known !== undefined) return known;
+    let found: CompiledOperation | null = null;
+    try {
+      const document = parse(query);
+      if (validate(this.schema, document, [...specifiedRules, ...this.validationRules]).length === 0) {
+        const { operation, compiled } = this.prepare(document, operationName);
+        if (operation && compiled) found = { operation, compiled };
+      }
+    } catch {
+      // A syntax error: Apollo Server words it.
+    }
+    if (this.byText.size >= TEXTS_KEPT) this.byText.delete(this.byText.keys().next().value!);
+    this.byText.set(key, found);
+    return found;
+  }
+
+  /** Whether the variables coerce as graphql-js coerces them (where they do not, its errors are the answer). */
+  coerces(operation: OperationDefinitionNode, variableValues: Record<string, unknown>): boolean {
+    return !operation.variableDefinitions?.length || !getVariableValues(this.schema, operation.variableDefinitions, variableValues).errors;
+  }
 
   private prepare(document: DocumentNode, operationName: string | null | undefined): Prepared {
     let byName = this.prepared.get(document);
@@ -67,7 +112,7 @@ export class JitExecutor {
   ): Promise<ExecutionResult> {
     const variableValues = args.variableValues ?? {};
     const { operation, compiled } = this.prepare(document, args.operationName);
-    if (compiled && operation && !getVariableValues(this.schema, operation.variableDefinitions ?? [], variableValues).errors) {
+    if (compiled && operation && this.coerces(operation, variableValues)) {
       const result = await compiled.query(undefined, args.contextValue, variableValues);
       return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;
     }

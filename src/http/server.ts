@@ -1,6 +1,6 @@
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
+import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
 import Fastify, { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ExecutionResult, GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationTypeNode } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
@@ -13,12 +13,13 @@ import { formatError, knownFailure, logUnexpected } from '../graphql/errors';
 import { Logger, requestScope } from '../log';
 import { JitExecutor } from '../graphql/jit';
 import { Metrics } from '../metrics';
-import { requestIdPlugin, withRequestId } from '../graphql/request-id';
+import { withRequestId } from '../graphql/request-id';
 import { ERROR_HTTP, errorHeaders, sendProblem } from './problems';
 import { GRAPHQL_PATH, sendRefusal } from './responses';
 import { BillingService } from '../modules/billing/billing.service';
 import { registerBilling } from './billing';
 import { registerExplorer } from './explorer';
+import { fastGraphQL } from './graphql-fast';
 import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
 import { OperationRequest } from '../graphql/limits';
@@ -206,13 +207,21 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       .send({ status: ok ? 'ok' : 'unavailable', database: state(database), events: state(events), jobs: jobs === null ? 'off' : state(jobs) });
   });
 
-  const format = (formatted: GraphQLFormattedError, error: unknown) => formatError(formatted, error, deps.log);
+  /**
+   * Every GraphQL error over HTTP names its request (`extensions.requestId`), those of a caller
+   * refused before any operation ran (401, 429) included: the request scope has its id.
+   */
+  const format = (formatted: GraphQLFormattedError, error: unknown) => {
+    const reqId = requestScope.getStore()?.reqId;
+    return reqId ? withRequestId(formatError(formatted, error, deps.log), reqId) : formatError(formatted, error, deps.log);
+  };
 
   /** What the operation limits checked for each HTTP request's context (see limitsPlugin). */
   const checked = new WeakMap<Context, OperationRequest>();
+  const jit = new JitExecutor(deps.schema, guard.rules);
   const apollo = new ApolloServer<Context>({
     // The schema, each operation compiled once by graphql-jit where it can (src/graphql/jit.ts).
-    gateway: new JitExecutor(deps.schema).apolloGateway(),
+    gateway: jit.apolloGateway(),
     formatError: format,
     includeStacktraceInErrorResponses: false,
     // Explicit: the explorer needs introspection, whatever NODE_ENV says.
@@ -229,7 +238,6 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       // No cache hints are set or used; the plugin would wrap every field resolver to look for them.
       ApolloServerPluginCacheControlDisabled(),
       deps.metrics.apolloPlugin(),
-      requestIdPlugin(),
       subscriptionsOverWsOnly,
       unavailableStatus,
       limitsPlugin<Context>(guard, (ctx) => checked.get(ctx)),
@@ -239,21 +247,32 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   await apollo.start();
   registerExplorer(app); // before the GraphQL route: it attaches to GET /graphql
   registerOperationLimits(app, guard);
-  await app.register(fastifyApollo(apollo), {
-    path: GRAPHQL_PATH,
-    context: async (req, reply) => {
-      try {
-        const ctx = await authenticateHttp(req, reply);
-        const operation = checkedOperation(req);
-        if (operation) checked.set(ctx, operation);
-        return ctx;
-      } catch (err) {
-        const known = knownFailure(err);
-        if (!(known instanceof DomainError)) throw err;
-        const headers = new Map(Object.entries(errorHeaders(known.code, known)));
-        throw new GraphQLError(known.message, { extensions: { code: known.code, http: { status: ERROR_HTTP[known.code].status, headers } } });
-      }
-    },
+  const makeContext = async (req: FastifyRequest, reply: FastifyReply): Promise<Context> => {
+    try {
+      const ctx = await authenticateHttp(req, reply);
+      const operation = checkedOperation(req);
+      if (operation) checked.set(ctx, operation);
+      return ctx;
+    } catch (err) {
+      const known = knownFailure(err);
+      if (!(known instanceof DomainError)) throw err;
+      const headers = new Map(Object.entries(errorHeaders(known.code, known)));
+      throw new GraphQLError(known.message, { extensions: { code: known.code, http: { status: ERROR_HTTP[known.code].status, headers } } });
+    }
+  };
+  /** One context per request, whichever path asks first: a request the fast path leaves to Apollo Server is authenticated and counted once. */
+  const httpContexts = new WeakMap<FastifyRequest, Promise<Context>>();
+  const graphqlContext = (req: FastifyRequest, reply: FastifyReply): Promise<Context> => {
+    let made = httpContexts.get(req);
+    if (!made) httpContexts.set(req, (made = makeContext(req, reply)));
+    return made;
+  };
+  const apolloHandler = fastifyApolloHandler(apollo, { context: graphqlContext });
+  const fast = fastGraphQL({ jit, context: graphqlContext, metrics: deps.metrics });
+  app.route({ method: ['GET', 'OPTIONS'], url: GRAPHQL_PATH, handler: apolloHandler });
+  // Most queries skip Apollo Server's pipeline (src/http/graphql-fast.ts); the rest go through it.
+  app.post<{ Reply: string }>(GRAPHQL_PATH, async function (req, reply) {
+    return (await fast(req, reply)) ?? apolloHandler.call(this, req, reply);
   });
 
   deps.mount?.(app, { guard, authenticate: authenticateHttp });

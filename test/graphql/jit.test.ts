@@ -1,4 +1,15 @@
-import { execute, GraphQLError, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLSchema, GraphQLString, parse } from 'graphql';
+import {
+  execute,
+  GraphQLError,
+  GraphQLInputObjectType,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  parse,
+  ValidationRule,
+} from 'graphql';
 import { JitExecutor } from '../../src/graphql/jit';
 
 /** The REST table's executor (src/graphql/jit.ts): graphql-jit where it can, graphql-js's own answers where a request is wrong. */
@@ -84,5 +95,28 @@ describe('JitExecutor', () => {
     // ValidationFailed was masked as INTERNAL_SERVER_ERROR with graphql-jit's own errors).
     expect(Object.getPrototypeOf(error)).toBe(GraphQLError.prototype);
     expect(error.locations).toEqual([{ line: 1, column: 3 }]);
+  });
+
+  it('compiledText: a query that parses, validates (graphql-js’s rules and the ones given) and compiles; null for anything else', async () => {
+    // A rule as the operation limits add them: here, no field named `broken`.
+    const noBroken: ValidationRule = (ctx) => ({
+      Field(node) {
+        if (node.name.value === 'broken') ctx.reportError(new GraphQLError('no broken', { nodes: node }));
+      },
+    });
+    const guarded = new JitExecutor(schema, [noBroken]);
+    const found = guarded.compiledText('query Q($n: Int!) { echo(times: $n) }', undefined);
+    expect(found?.operation.name?.value).toBe('Q');
+    expect(await found!.compiled.query(undefined, { who: 'me' }, { n: 2 })).toEqual({ data: { echo: 'me:eggegg' } });
+    expect(guarded.compiledText('query Q($n: Int!) { echo(times: $n) }', undefined)).toBe(found); // worked out once
+    expect(guarded.compiledText('{ broken }', undefined)).toBeNull(); // the given rule
+    expect(new JitExecutor(schema).compiledText('{ broken }', undefined)).not.toBeNull();
+    expect(guarded.compiledText('{ nope }', undefined)).toBeNull(); // graphql-js's rules
+    expect(guarded.compiledText('{ echo(times: 1)', undefined)).toBeNull(); // does not parse
+    expect(guarded.compiledText('mutation { keys(input: {}) }', undefined)).toBeNull(); // not a query
+    expect(guarded.compiledText('query A { echo(times: 1) } query B { echo(times: 2) }', undefined)).toBeNull(); // which one?
+    expect(guarded.compiledText('query A { echo(times: 1) } query B { echo(times: 2) }', 'B')).not.toBeNull();
+    expect(guarded.coerces(found!.operation, { n: 'two' })).toBe(false);
+    expect(guarded.coerces(found!.operation, { n: 2 })).toBe(true);
   });
 });

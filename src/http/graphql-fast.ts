@@ -1,0 +1,69 @@
+import { performance } from 'node:perf_hooks';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Context } from '../graphql/context';
+import type { JitExecutor } from '../graphql/jit';
+import type { Metrics } from '../metrics';
+import { checkedOperation } from './limits';
+
+/** What Apollo Server answers a single result with when JSON is what the client accepts (its `MEDIA_TYPES.APPLICATION_JSON`). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** `Accept` headers for which Apollo Server's negotiation picks JSON plainly; any other is left to it. */
+const PLAIN_ACCEPT = new Set<string | undefined>([undefined, '*/*', 'application/json']);
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface FastGraphQLDeps {
+  jit: JitExecutor;
+  /** The request's context as Apollo Server gets it (made once per request: a fallback reuses it). */
+  context: (req: FastifyRequest, reply: FastifyReply) => Promise<Context>;
+  metrics: Metrics;
+}
+
+/**
+ * GraphQL over HTTP for the common request, without Apollo Server's request pipeline (its plugins'
+ * hooks, each awaited, the request and response copied into its own shapes): a POST of a query that
+ * graphql-jit compiled (src/graphql/jit.ts), whose operation limits were checked on its very text,
+ * whose caller authenticates, and which runs without an error. Its answer is the one Apollo Server
+ * gives, byte for byte: status 200, `application/json; charset=utf-8`, `{"data":…}` and a newline.
+ *
+ * Anything else is left to Apollo Server (the function returns null): mutations, a document that
+ * does not parse or validate, `extensions`, an `Accept` other than none, `*∕*` or
+ * `application/json`, a caller refused, variables that do not coerce, and any result with an
+ * error. Such a query runs again there, with the same context (its loaders and its rate-limit
+ * count): it only reads, and every error keeps the shape, status, headers, logging and metrics
+ * Apollo Server gives it.
+ */
+export function fastGraphQL(deps: FastGraphQLDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<string | null> {
+  const { jit, metrics } = deps;
+  return async (req, reply) => {
+    const started = performance.now();
+    const body = req.body;
+    if (!isRecord(body) || typeof body.query !== 'string' || 'extensions' in body || !PLAIN_ACCEPT.has(req.headers.accept)) return null;
+    const { query } = body;
+    const operationName = body.operationName ?? null;
+    const variables = body.variables ?? null;
+    if ((operationName !== null && typeof operationName !== 'string') || (variables !== null && !isRecord(variables))) return null;
+    // The limits were checked on exactly what runs (see registerOperationLimits).
+    const checked = checkedOperation(req);
+    if (!checked || checked.query !== query || (checked.operationName ?? null) !== operationName || (checked.variables ?? null) !== variables) return null;
+    const found = jit.compiledText(query, operationName ?? undefined);
+    const values = variables ?? {};
+    if (!found || !jit.coerces(found.operation, values)) return null;
+    let context: Context;
+    try {
+      context = await deps.context(req, reply);
+    } catch {
+      return null; // Apollo Server answers the refusal
+    }
+    let result: Awaited<ReturnType<typeof found.compiled.query>>;
+    try {
+      result = await found.compiled.query(undefined, context, values);
+    } catch {
+      return null; // Apollo Server says what failed
+    }
+    if (result.errors?.length) return null;
+    metrics.httpOperation(operationName ?? found.operation.name?.value, 'query', false, started);
+    void reply.code(200).header('content-type', JSON_TYPE);
+    return `${JSON.stringify({ data: result.data })}\n`;
+  };
+}
