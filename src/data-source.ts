@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { DataSource, Logger as OrmLogger } from 'typeorm';
 import { migrations } from '../migrations';
 import { GuardedClient } from './db/guarded-client';
+import { fastTimestampTypes } from './db/timestamps';
 import { SnakeNamingStrategy } from './db/naming';
 import { entities } from './modules/entities';
 
@@ -39,6 +40,8 @@ export function createDataSource(url: string, opts: DataSourceOptions = {}): Dat
     logging: opts.onQuery ? ['query'] : false,
     logger,
     extra: {
+      // Timestamps read by position, not pg's regular expressions (the lists read a dozen a row).
+      types: fastTimestampTypes,
       max: opts.poolSize ?? 10,
       statement_timeout: statementTimeoutMs,
       connectionTimeoutMillis: connectTimeoutMs,

@@ -96,9 +96,24 @@ export interface JoinedRows<U extends ObjectLiteral> {
   each: (row: U) => void;
 }
 
+/** Statement texts by their rows, joined rows and shape: the same string each time (pg names it by text). */
+const texts = new WeakMap<EntityRows<ObjectLiteral>, Map<EntityRows<ObjectLiteral> | null, Map<string, string>>>();
+
+/** The text `make` builds for this shape, built once: a list's statement is a long string, looked up by text on every run. */
+function statementText(rows: EntityRows<ObjectLiteral>, joined: EntityRows<ObjectLiteral> | null, shape: string, make: () => string): string {
+  let byJoined = texts.get(rows);
+  if (!byJoined) texts.set(rows, (byJoined = new Map<EntityRows<ObjectLiteral> | null, Map<string, string>>()));
+  let byShape = byJoined.get(joined);
+  if (!byShape) byJoined.set(joined, (byShape = new Map<string, string>()));
+  let text = byShape.get(shape);
+  if (text === undefined) byShape.set(shape, (text = make()));
+  return text;
+}
+
 /**
  * `pageByIdDesc` in hand-written SQL, for the hottest lists: `FROM` and `WHERE` (ANDed, with
  * `$n` placeholders numbered after `params`) as given; the cursor and the limit are added here.
+ * Their texts never carry a value (each shape's statement is kept, as a prepared statement is).
  */
 export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, U extends ObjectLiteral = ObjectLiteral>(
   ds: DataSource,
@@ -114,10 +129,14 @@ export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, 
   if (after) where.push(`${rows.alias}.id < $${params.push(after)}`);
   const joined = query.joined;
   // Prepared: the text varies with which filters are set, not with their values or the limit.
-  const sql = prepared(`SELECT ${rows.select}${joined ? `, ${joined.rows.select}` : ''} FROM ${query.from}${joined ? ` ${joined.join}` : ''}${
-    where.length ? ` WHERE ${where.join(' AND ')}` : ''
-  }
-    ORDER BY ${rows.alias}.id DESC LIMIT $${params.push(limit + 1)}`);
+  const whereText = where.join(' AND ');
+  const limitParam = params.push(limit + 1);
+  const sql = statementText(rows, joined?.rows ?? null, `${query.from}\u0000${joined ? joined.join : ''}\u0000${whereText}\u0000${limitParam}`, () =>
+    prepared(`SELECT ${rows.select}${joined ? `, ${joined.rows.select}` : ''} FROM ${query.from}${joined ? ` ${joined.join}` : ''}${
+      where.length ? ` WHERE ${whereText}` : ''
+    }
+    ORDER BY ${rows.alias}.id DESC LIMIT $${limitParam}`),
+  );
   const found: Array<Record<string, unknown>> = await ds.query(sql, params);
   return toPage(
     found.map((row) => {

@@ -92,11 +92,16 @@ function presentValue(spec: FieldSpec, value: unknown): unknown {
   return value;
 }
 
+/** The value at a path of an operation's data, its names in order; undefined where it stops. */
+function valueAtNames(data: unknown, names: readonly string[]): unknown {
+  let value: unknown = data;
+  for (let i = 0; i < names.length; i++) value = typeof value === 'object' && value !== null ? (value as Data)[names[i]] : undefined;
+  return value;
+}
+
 /** The value at a dotted path of an operation's data (`deployment.logs`); undefined where it stops. */
 export function valueAt(data: unknown, path: string): unknown {
-  let value: unknown = data;
-  for (const name of path.split('.')) value = typeof value === 'object' && value !== null ? (value as Data)[name] : undefined;
-  return value;
+  return valueAtNames(data, path.split('.'));
 }
 
 export function defineResource<const F extends Fields>(declaration: {
@@ -108,6 +113,8 @@ export function defineResource<const F extends Fields>(declaration: {
 }): Resource<F> {
   const { name, graphqlType, description, fields } = declaration;
   const specs = Object.entries(fields).map(([restName, spec]) => [restName, specOf(spec)] as const);
+  // Each field's path split once: a list presents every field of every row.
+  const paths = specs.map(([, spec]) => spec.from.split('.'));
   const selection = printSelection(selectionOf(fields));
   return {
     kind: 'resource',
@@ -118,7 +125,7 @@ export function defineResource<const F extends Fields>(declaration: {
     fragment: `fragment Rest${name} on ${graphqlType} { ${selection} }`,
     present(data) {
       const body: Record<string, unknown> = {};
-      for (const [restName, spec] of specs) body[restName] = presentValue(spec, valueAt(data, spec.from));
+      for (let i = 0; i < specs.length; i++) body[specs[i][0]] = presentValue(specs[i][1], valueAtNames(data, paths[i]));
       return body as { [K in keyof F]: unknown };
     },
     schema(view) {
