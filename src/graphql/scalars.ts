@@ -1,10 +1,46 @@
 import { GraphQLScalarType } from 'graphql';
 import { GraphQLDateTime, GraphQLDateTimeISO } from 'graphql-scalars';
 
+const TWO = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const THREE = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+/** 1000-01-01T00:00:00.000Z and 10000-01-01T00:00:00.000Z: four-digit years, where `isoString` does the work itself. */
+const FROM = Date.UTC(1000, 0, 1);
+const UNTIL = Date.UTC(10000, 0, 1);
+const DAY = 86_400_000;
+
+/**
+ * `date.toISOString()`, the same text, worked out in arithmetic (the proleptic Gregorian calendar,
+ * days to year, month and day as in Howard Hinnant's `civil_from_days`): about a fifth of V8's cost
+ * on these machines, where a list of 20 deployments formats 60 of them. Years outside 1000-9999
+ * are left to `toISOString`.
+ */
+export function isoString(date: Date): string {
+  const ms = date.getTime();
+  if (!(ms >= FROM && ms < UNTIL)) return date.toISOString();
+  let days = Math.floor(ms / DAY);
+  let rest = ms - days * DAY;
+  const hour = (rest / 3_600_000) | 0;
+  rest -= hour * 3_600_000;
+  const minute = (rest / 60_000) | 0;
+  rest -= minute * 60_000;
+  const second = (rest / 1000) | 0;
+  const milli = rest - second * 1000;
+  days += 719_468; // days from 0000-03-01 to 1970-01-01
+  const era = Math.floor(days / 146_097);
+  const dayOfEra = days - era * 146_097;
+  const yearOfEra = ((dayOfEra - ((dayOfEra / 1460) | 0) + ((dayOfEra / 36_524) | 0) - ((dayOfEra / 146_096) | 0)) / 365) | 0;
+  const dayOfYear = dayOfEra - (365 * yearOfEra + ((yearOfEra / 4) | 0) - ((yearOfEra / 100) | 0));
+  const shifted = ((5 * dayOfYear + 2) / 153) | 0; // months from March
+  const day = dayOfYear - (((153 * shifted + 2) / 5) | 0) + 1;
+  const month = shifted < 10 ? shifted + 3 : shifted - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  return `${year}-${TWO[month]}-${TWO[day]}T${TWO[hour]}:${TWO[minute]}:${TWO[second]}.${THREE[milli]}Z`;
+}
+
 /** RFC 3339 timestamps in, ISO 8601 UTC with milliseconds out (`2026-11-20T12:00:00.000Z`). */
 export const DateTimeScalar = new GraphQLScalarType({
   ...GraphQLDateTime.toConfig(),
   description: 'A date-time: RFC 3339 on input; ISO 8601 UTC with milliseconds on output.',
   // A valid Date (every one the resolvers give) straight to its ISO form; anything else checked.
-  serialize: (value) => (value instanceof Date && !Number.isNaN(value.getTime()) ? value.toISOString() : GraphQLDateTimeISO.serialize(value)),
+  serialize: (value) => (value instanceof Date && !Number.isNaN(value.getTime()) ? isoString(value) : GraphQLDateTimeISO.serialize(value)),
 });
