@@ -106,30 +106,37 @@ export class JitExecutor {
     return known;
   }
 
+  /** A compiled query's result, its errors as graphql-js makes them (see `asGraphQLJsError`). */
+  async runCompiled(compiled: CompiledQuery, contextValue: unknown, variableValues: Record<string, unknown>): Promise<ExecutionResult> {
+    const result = await compiled.query(undefined, contextValue, variableValues);
+    return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;
+  }
+
   async run(
     document: DocumentNode,
     args: { contextValue: unknown; variableValues?: Record<string, unknown> | null; operationName?: string | null },
   ): Promise<ExecutionResult> {
     const variableValues = args.variableValues ?? {};
     const { operation, compiled } = this.prepare(document, args.operationName);
-    if (compiled && operation && this.coerces(operation, variableValues)) {
-      const result = await compiled.query(undefined, args.contextValue, variableValues);
-      return result.errors?.length ? { ...result, errors: result.errors.map(asGraphQLJsError) } : result;
-    }
+    if (compiled && operation && this.coerces(operation, variableValues)) return this.runCompiled(compiled, args.contextValue, variableValues);
     return execute({ schema: this.schema, document, contextValue: args.contextValue, variableValues, operationName: args.operationName });
   }
 
   /**
    * What Apollo Server takes as a custom executor: its "gateway" interface, with this schema only.
    * Apollo Server still parses, validates (the operation limits' rules among them), runs the
-   * plugins and formats the errors; only the execution is ours.
+   * plugins and formats the errors; only the execution is ours. `ranAlready` gives, once, the
+   * result of a request already executed for this context.
    */
-  apolloGateway(): ApolloServerOptionsWithGateway<object>['gateway'] {
+  apolloGateway(ranAlready?: (context: object) => ExecutionResult | undefined): ApolloServerOptionsWithGateway<object>['gateway'] {
     const schema = this.schema;
     return {
       load: () =>
         Promise.resolve({
-          executor: (rc) => this.run(rc.document, { contextValue: rc.context, variableValues: rc.request.variables, operationName: rc.operationName }) as never,
+          // A request the fast path ran already (src/http/graphql-fast.ts) is not run twice: its result is formatted here.
+          executor: (rc) =>
+            (ranAlready?.(rc.context) ??
+              this.run(rc.document, { contextValue: rc.context, variableValues: rc.request.variables, operationName: rc.operationName })) as never,
         }),
       onSchemaLoadOrUpdate: (callback) => {
         callback({ apiSchema: schema, coreSupergraphSdl: '' });

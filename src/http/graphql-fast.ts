@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ExecutionResult } from 'graphql';
 import type { Context } from '../graphql/context';
 import type { JitExecutor } from '../graphql/jit';
 import type { Metrics } from '../metrics';
@@ -17,6 +18,8 @@ export interface FastGraphQLDeps {
   /** The request's context as Apollo Server gets it (made once per request: a fallback reuses it). */
   context: (req: FastifyRequest, reply: FastifyReply) => Promise<Context>;
   metrics: Metrics;
+  /** Hands a result with errors to Apollo Server, which formats it instead of running the query again (see `JitExecutor.apolloGateway`). */
+  handOver: (context: Context, result: ExecutionResult) => void;
 }
 
 /**
@@ -29,9 +32,10 @@ export interface FastGraphQLDeps {
  * Anything else is left to Apollo Server (the function returns null): mutations, a document that
  * does not parse or validate, `extensions`, an `Accept` other than none, `*∕*` or
  * `application/json`, a caller refused, variables that do not coerce, and any result with an
- * error. Such a query runs again there, with the same context (its loaders and its rate-limit
- * count): it only reads, and every error keeps the shape, status, headers, logging and metrics
- * Apollo Server gives it.
+ * error. Apollo Server gets the same context (the caller authenticated and rate-counted once), and
+ * a result with errors is handed over rather than run again (an expensive query that timed out
+ * must not run twice): every error keeps the shape, status, headers, logging and metrics Apollo
+ * Server gives it.
  */
 export function fastGraphQL(deps: FastGraphQLDeps): (req: FastifyRequest, reply: FastifyReply) => Promise<string | null> {
   const { jit, metrics } = deps;
@@ -55,13 +59,17 @@ export function fastGraphQL(deps: FastGraphQLDeps): (req: FastifyRequest, reply:
     } catch {
       return null; // Apollo Server answers the refusal
     }
-    let result: Awaited<ReturnType<typeof found.compiled.query>>;
+    let result: ExecutionResult;
     try {
-      result = await found.compiled.query(undefined, context, values);
+      result = await jit.runCompiled(found.compiled, context, values);
     } catch {
       return null; // Apollo Server says what failed
     }
-    if (result.errors?.length) return null;
+    if (result.errors?.length) {
+      // Apollo Server answers it: status, headers, the errors' shape, logging and metrics as ever.
+      deps.handOver(context, result);
+      return null;
+    }
     metrics.httpOperation(operationName ?? found.operation.name?.value, 'query', false, started);
     void reply.code(200).header('content-type', JSON_TYPE);
     return `${JSON.stringify({ data: result.data })}\n`;

@@ -217,11 +217,22 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   };
 
   /** What the operation limits checked for each HTTP request's context (see limitsPlugin). */
-  const checked = new WeakMap<Context, OperationRequest>();
+  const checked = new WeakMap<object, OperationRequest>(); // by the request's loaders, as `ranAlready` below
   const jit = new JitExecutor(deps.schema, guard.rules);
+  /**
+   * Results the fast path ran and hands to Apollo Server to answer (they have errors), taken once.
+   * Keyed by the request's loaders: Apollo Server runs an operation with a shallow copy of the
+   * context, which keeps them.
+   */
+  const ranAlready = new WeakMap<object, ExecutionResult>();
   const apollo = new ApolloServer<Context>({
     // The schema, each operation compiled once by graphql-jit where it can (src/graphql/jit.ts).
-    gateway: jit.apolloGateway(),
+    gateway: jit.apolloGateway((context) => {
+      const key = (context as Context).loaders;
+      const result = ranAlready.get(key);
+      ranAlready.delete(key);
+      return result;
+    }),
     formatError: format,
     includeStacktraceInErrorResponses: false,
     // Explicit: the explorer needs introspection, whatever NODE_ENV says.
@@ -240,7 +251,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       deps.metrics.apolloPlugin(),
       subscriptionsOverWsOnly,
       unavailableStatus,
-      limitsPlugin<Context>(guard, (ctx) => checked.get(ctx)),
+      limitsPlugin<Context>(guard, (ctx) => checked.get(ctx.loaders)),
     ],
     logger: { debug: () => undefined, info: () => undefined, warn: (m) => deps.log.warn(m), error: (m) => deps.log.error(m) },
   });
@@ -251,7 +262,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     try {
       const ctx = await authenticateHttp(req, reply);
       const operation = checkedOperation(req);
-      if (operation) checked.set(ctx, operation);
+      if (operation) checked.set(ctx.loaders, operation);
       return ctx;
     } catch (err) {
       const known = knownFailure(err);
@@ -268,7 +279,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
     return made;
   };
   const apolloHandler = fastifyApolloHandler(apollo, { context: graphqlContext });
-  const fast = fastGraphQL({ jit, context: graphqlContext, metrics: deps.metrics });
+  const fast = fastGraphQL({ jit, context: graphqlContext, metrics: deps.metrics, handOver: (context, result) => ranAlready.set(context.loaders, result) });
   app.route({ method: ['GET', 'OPTIONS'], url: GRAPHQL_PATH, handler: apolloHandler });
   // Most queries skip Apollo Server's pipeline (src/http/graphql-fast.ts); the rest go through it.
   app.post<{ Reply: string }>(GRAPHQL_PATH, async function (req, reply) {

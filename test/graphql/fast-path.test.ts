@@ -86,6 +86,31 @@ describe('GraphQL queries answered without Apollo Server’s pipeline', () => {
     expect(errors[0].extensions).toMatchObject({ code, requestId: expect.stringMatching(/^req_/) });
   });
 
+  it('a query that fails after it ran is not run again: Apollo Server answers with the result the fast path handed over', async () => {
+    const lookups = jest.spyOn(t.gateway.services.apps, 'getVisible');
+    try {
+      const res = await post({ query: '{ viewer { id } app(slug: "no-such-egg") { slug } }' });
+      expect(res.apollo).toBe(1);
+      expect(lookups).toHaveBeenCalledTimes(1);
+      const body = JSON.parse(res.text) as { errors: Array<{ path: string[]; extensions: Record<string, unknown> }>; data: unknown };
+      expect(body.errors).toHaveLength(1);
+      expect(body.errors[0]).toMatchObject({ path: ['app'], extensions: { code: 'NOT_FOUND', requestId: expect.stringMatching(/^req_/) } });
+      expect(body.data).toBeNull();
+      // The same request through Apollo Server alone (an empty `extensions`) answers the same, running it once too.
+      lookups.mockClear();
+      const apolloOnly = await post({ query: '{ viewer { id } app(slug: "no-such-egg") { slug } }', extensions: {} });
+      expect(lookups).toHaveBeenCalledTimes(1);
+      const strip = (text: string) => text.replace(/"requestId":"req_[^"]+"/g, '"requestId":"…"');
+      expect({ status: res.status, type: res.type, text: strip(res.text) }).toEqual({
+        status: apolloOnly.status,
+        type: apolloOnly.type,
+        text: strip(apolloOnly.text),
+      });
+    } finally {
+      lookups.mockRestore();
+    }
+  });
+
   it('Accept: application/graphql-response+json goes to Apollo Server, which answers in that type', async () => {
     const res = await post({ query: LIST }, { accept: 'application/graphql-response+json' });
     expect(res.apollo).toBe(1);
