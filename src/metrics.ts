@@ -146,16 +146,16 @@ export class Metrics {
 
   /** Counts every answered request by its route template, and serves `GET /metrics` (no token, not logged below warn). */
   instrument(app: FastifyInstance): void {
-    app.addHook('onResponse', async (req, reply) => {
+    app.addHook('onResponse', (req, reply, done) => {
       const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status_class: `${Math.floor(reply.statusCode / 100)}xx` };
       this.httpRequests.inc(labels);
       this.httpDuration.observe(labels, reply.elapsedTime / 1000);
+      done();
     });
     // Scrapes come every few seconds: their request lines would drown the rest.
     app.get('/metrics', { logLevel: 'warn' }, async (_req, reply) => reply.type(this.registry.contentType).send(await this.scrape()));
   }
 
-  /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
   /** A GraphQL operation over HTTP has been answered (`started`: `performance.now()` when it arrived). */
   httpOperation(name: string | null | undefined, type: string, failed: boolean, started: number): void {
     const operation = this.operationName(name);
@@ -163,6 +163,7 @@ export class Metrics {
     this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
   }
 
+  /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
   apolloPlugin<T extends BaseContext>(): ApolloServerPlugin<T> {
     return {
       requestDidStart: () => {
