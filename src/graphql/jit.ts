@@ -21,8 +21,12 @@ type Prepared = { operation: OperationDefinitionNode | null; compiled: Compiled 
 /** A query graphql-jit compiled, with its operation. */
 export type CompiledOperation = { operation: OperationDefinitionNode; compiled: CompiledQuery };
 
-/** Query texts whose compiled form (or lack of one) `compiledText` keeps, the oldest dropped first. */
-const TEXTS_KEPT = 1000;
+/**
+ * Query texts whose compiled form (or lack of one) `compiledText` keeps, the oldest dropped first:
+ * more than the distinct queries of the clients in use; a stream of new texts only evicts (each
+ * compiled query holds generated code, so the bound is memory's too).
+ */
+const TEXTS_KEPT = 200;
 
 /**
  * graphql-jit's errors as graphql-js makes them. Its own keep `originalError` out of their
