@@ -6,8 +6,8 @@
 import { createReadStream } from 'node:fs';
 import { Readable, Transform } from 'node:stream';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { print } from 'graphql';
-import { createClient } from 'graphql-ws';
+import { print } from 'graphql/language/printer';
+import { createClient } from 'graphql-ws/client';
 import WebSocket from 'ws';
 
 export interface FieldProblem {
