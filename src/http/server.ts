@@ -24,7 +24,7 @@ import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
 import { OperationRequest } from '../graphql/limits';
 import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
-import { sharedPayloads } from './ws-payloads';
+import { ownMessageBuffers, sharedPayloads } from './ws-payloads';
 import { sharedDocuments } from './ws-documents';
 import { RateLimiter, RateLimiterOptions, rateLimited, registerRateLimit } from './rate-limit';
 import { TrustProxy, trustFunction } from './client-ip';
@@ -292,6 +292,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
   const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
+  ownMessageBuffers(wss);
   const payloads = sharedPayloads(wss);
   const documents = sharedDocuments(deps.schema);
   const wsMetrics = deps.metrics.wsHooks();

@@ -3,6 +3,34 @@ import type { Duplex } from 'node:stream';
 import type { ExecutionResult } from 'graphql';
 import { WebSocket, type WebSocketServer } from 'ws';
 
+/**
+ * `bytes` in a store of its own. A small Buffer is a slice of Node's shared 8 KB pool, and one kept
+ * for a subscription's lifetime keeps its whole slab: 2,000 idle subscribers each pinned about
+ * 3.7 KB that way (the benchmark's idle phase, 2026-11-27).
+ */
+export function ownBuffer(bytes: Buffer): Buffer {
+  if (bytes.byteLength === bytes.buffer.byteLength) return bytes;
+  const own = Buffer.allocUnsafeSlow(bytes.byteLength);
+  bytes.copy(own);
+  return own;
+}
+
+/**
+ * Each connection's messages reach their listeners in a store of their own (see `ownBuffer`).
+ * graphql-ws awaits a subscription inside the handler of the message that started it, so it keeps
+ * that message's Buffer for the subscription's lifetime: a slice of `ws`'s read (or of the pool),
+ * which kept kilobytes per idle subscriber.
+ */
+export function ownMessageBuffers(wss: WebSocketServer): void {
+  wss.on('connection', (socket) => {
+    const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
+    socket.emit = ((event: string | symbol, ...args: unknown[]) => {
+      if (event === 'message' && Buffer.isBuffer(args[0])) args[0] = ownBuffer(args[0]);
+      return emit(event, ...args);
+    }) as typeof socket.emit;
+  });
+}
+
 /** A WebSocket frame header: FIN and the text opcode, then the payload length (server frames are not masked). */
 function frameHeader(length: number, extra: number): { frame: Buffer; at: number } {
   const lengthBytes = length < 126 ? 0 : length < 65536 ? 2 : 8;
@@ -116,7 +144,7 @@ export function sharedPayloads(wss: WebSocketServer) {
      * the usual way, where its stream's bounded queue applies.
      */
     writer(socket: WebSocket, id: string, stillOpen: () => boolean, maxBuffered = DIRECT_MAX_BUFFERED): (result: ExecutionResult) => boolean {
-      const head = Buffer.from(`${prefix}${JSON.stringify(id)},"type":"next","payload":`);
+      const head = ownBuffer(Buffer.from(`${prefix}${JSON.stringify(id)},"type":"next","payload":`));
       const tcp = tcps.get(socket);
       return (result) => {
         if (!tcp || socket.readyState !== WebSocket.OPEN || socket.extensions !== '' || tcp.destroyed || tcp.writableLength > maxBuffered || !stillOpen()) {
