@@ -22,11 +22,14 @@ const API_FILE = path.join(CLI_DIR, 'api.ts');
 
 /**
  * Packages the CLI may import, and from `graphql` only `print` (no `parse`, no `gql`); `ignore`
- * and tar's `Pack` pack the folder `hatch deploy` uploads (pack.ts).
+ * and tar's `Pack` pack the folder `hatch deploy` uploads (pack.ts). The printer's own module and
+ * graphql-ws's client alone keep the CLI's start from loading all of graphql.
  */
 const PACKAGES: Record<string, string[] | null> = {
   graphql: ['print'],
+  'graphql/language/printer': ['print'],
   'graphql-ws': null,
+  'graphql-ws/client': null,
   ws: null,
   '@graphql-typed-document-node/core': null,
   ignore: null,
