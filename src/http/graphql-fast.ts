@@ -11,8 +11,6 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** `Accept` headers for which Apollo Server's negotiation picks JSON plainly; any other is left to it. */
 const PLAIN_ACCEPT = new Set<string | undefined>([undefined, '*/*', 'application/json']);
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 export interface FastGraphQLDeps {
   jit: JitExecutor;
   /** The request's context as Apollo Server gets it (made once per request: a fallback reuses it). */
@@ -41,17 +39,17 @@ export function fastGraphQL(deps: FastGraphQLDeps): (req: FastifyRequest, reply:
   const { jit, metrics } = deps;
   return async (req, reply) => {
     const started = performance.now();
-    const body = req.body;
-    if (!isRecord(body) || typeof body.query !== 'string' || 'extensions' in body || !PLAIN_ACCEPT.has(req.headers.accept)) return null;
-    const { query } = body;
-    const operationName = body.operationName ?? null;
-    const variables = body.variables ?? null;
-    if ((operationName !== null && typeof operationName !== 'string') || (variables !== null && !isRecord(variables))) return null;
-    // The limits were checked on exactly what runs (see registerOperationLimits).
+    // The limits were checked on exactly what runs (see registerOperationLimits): a body with a
+    // string query, whose variables (an object, or none) and operation name (a string, or none)
+    // are the ones checked. Variables sent as a JSON string, which the check parses and Apollo
+    // Server refuses, are not.
     const checked = checkedOperation(req);
-    if (!checked || checked.query !== query || (checked.operationName ?? null) !== operationName || (checked.variables ?? null) !== variables) return null;
-    const found = jit.compiledText(query, operationName ?? undefined);
-    const values = variables ?? {};
+    const body = req.body as Record<string, unknown>;
+    if (!checked || 'extensions' in body || !PLAIN_ACCEPT.has(req.headers.accept)) return null;
+    const operationName = checked.operationName ?? null;
+    if ((body.variables ?? null) !== (checked.variables ?? null) || (body.operationName ?? null) !== operationName) return null;
+    const found = jit.compiledText(checked.query, operationName ?? undefined);
+    const values = checked.variables ?? {};
     if (!found || !jit.coerces(found.operation, values)) return null;
     let context: Context;
     try {

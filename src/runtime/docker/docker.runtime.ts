@@ -743,8 +743,6 @@ export function answers(port: number, ms: number): Promise<boolean> {
 class WatchedContainer implements RunningEgg {
   /** Aborted when this runner stops watching: every request it has open to the Engine (logs, wait, events) ends with it. */
   private readonly watching = new AbortController();
-  /** Which of the container's lines were passed on already, across follows. */
-  private seen = new FollowedLines();
   /** This runner stopped the container because the egg was idle; a request starts it again. */
   private asleep: boolean;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -785,7 +783,7 @@ class WatchedContainer implements RunningEgg {
     let delay = this.opts.backoff.min;
     // Lines from the container's start, the first time (the build started it and no one read them
     // yet), except those stored already: an adopted container's lines up to its last runner's detach.
-    this.seen = FollowedLines.after(await this.hooks.lastLineAt());
+    const seen = FollowedLines.after(await this.hooks.lastLineAt());
     while (!this.ended) {
       if (!container) {
         container = await this.untilWoken();
@@ -794,7 +792,7 @@ class WatchedContainer implements RunningEgg {
         this.log('runtime', `==> Waking ${this.spec.slug} with ${Math.round((info.HostConfig.Memory ?? 0) / 1024 / 1024)} MB of memory`);
       }
       const startedAt = Date.now();
-      await this.follow(container);
+      await this.follow(container, seen);
       this.watchIdle(container);
       const exit = (await container.wait({ abortSignal: this.watching.signal })) as { StatusCode: number };
       this.unwatchIdle();
@@ -887,14 +885,15 @@ class WatchedContainer implements RunningEgg {
     }
   }
 
-  private async follow(container: Docker.Container): Promise<void> {
-    const since = this.seen.follow();
+  /** Follows the container's log, passing on the lines `seen` has not (across this runner's follows). */
+  private async follow(container: Docker.Container, seen: FollowedLines): Promise<void> {
+    const since = seen.follow();
     const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
     const emit = (raw: string, from: OutputStream) => {
       const line = parseTimestamped(raw);
       if (!line) return this.log('runtime', raw, undefined, from);
       // Following again starts at a whole second: lines already passed on come again.
-      if (this.seen.fresh(line.ns)) this.log('runtime', line.message, line.at, from);
+      if (seen.fresh(line.ns)) this.log('runtime', line.message, line.at, from);
     };
     void demuxLines(this.docker, stream, emit);
   }
