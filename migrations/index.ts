@@ -1,3 +1,4 @@
+import { LogLineReplica1795760245814 } from './1795760245814-LogLineReplica';
 import { LogPartitions1795559438308 } from './1795559438308-LogPartitions';
 import { LogRetention1795558174739 } from './1795558174739-LogRetention';
 import { LogDrains1795557105803 } from './1795557105803-LogDrains';
@@ -48,4 +49,5 @@ export const migrations: MigrationClass[] = [
   LogDrains1795557105803,
   LogRetention1795558174739,
   LogPartitions1795559438308,
+  LogLineReplica1795760245814,
 ];

@@ -47,8 +47,11 @@ export interface RunHooks {
   asleep(idleSince: Date): Promise<boolean>;
   /** When the egg last served a request (or started), for a runtime that puts idle eggs to sleep. */
   lastActive(): Promise<Date | null>;
-  /** When the newest runtime line already stored was written: a runner adopting a running egg passes on only what is newer. */
-  lastLineAt(): Promise<Date | null>;
+  /**
+   * When the newest stored line the egg itself wrote was written (of replica `replica`, from 1; or
+   * of any replica): a runner adopting a running egg passes on only what is newer.
+   */
+  lastLineAt(replica?: number): Promise<Date | null>;
 }
 
 /** Which of the process's outputs a line came from, where the runtime knows it. */
@@ -56,9 +59,10 @@ export type OutputStream = 'stdout' | 'stderr';
 
 /**
  * A log line; `at` is when the egg wrote it, where the runtime knows (a container's timestamps);
- * `stream` the output it came from, absent for the platform's own lines.
+ * `stream` the output it came from and `replica` the egg's replica that wrote it (from 1; 0 when
+ * the runtime cannot tell which), both absent for the platform's own lines.
  */
-export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date, stream?: OutputStream) => void;
+export type LogSink = (type: 'build' | 'runtime', message: string, at?: Date, stream?: OutputStream, replica?: number) => void;
 
 /** A command's output line (see `runCommand`). */
 export type CommandLog = (line: string, at?: Date, stream?: OutputStream) => void;

@@ -133,7 +133,7 @@ export class SimulatedRuntime implements Runtime {
 
   run(spec: EggSpec, log: LogSink, hooks: RunHooks): RunningEgg {
     log('runtime', `Starting ${spec.slug} with ${spec.memoryMb} MB of memory`);
-    log('runtime', 'Listening on port 8080', undefined, 'stdout');
+    log('runtime', 'Listening on port 8080', undefined, 'stdout', 1);
     const sleepAfter = spec.sleeps ? (this.opts.sleepAfterMs ?? 0) : 0;
     let awakeSince = Date.now();
     let state: 'awake' | 'asleep' | 'waking' = spec.asleep ? 'asleep' : 'awake';
@@ -148,7 +148,7 @@ export class SimulatedRuntime implements Runtime {
         state = 'awake';
         awakeSince = Date.now();
       }
-      log('runtime', `GET /healthz 200 ${1 + (n++ % 7)}ms`, undefined, 'stdout');
+      log('runtime', `GET /healthz 200 ${1 + (n++ % 7)}ms`, undefined, 'stdout', 1);
       if (sleepAfter > 0 && Date.now() - awakeSince >= sleepAfter) {
         state = 'asleep';
         await hooks.asleep(new Date());

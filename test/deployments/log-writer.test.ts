@@ -60,6 +60,33 @@ describe('log writer batches that cannot be stored whole', () => {
     }
   });
 
+  it('stores which output and which replica a line of the egg’s came from, on either path; none for the platform’s lines', async () => {
+    const id = await failed();
+    const writer = t.gateway.services.deployments.writer;
+    await writer.open(id);
+    const origin = async (): Promise<Array<{ message: string; stream: string | null; replica: number | null }>> =>
+      t.gateway.ds.query(`SELECT message, stream, replica FROM log_lines WHERE deployment_id = $1 AND message LIKE 'origin %' ORDER BY seq`, [id]);
+    writer.append(id, LogType.RUNTIME, 'origin 1', new Date(), 'stdout', 1);
+    writer.append(id, LogType.RUNTIME, 'origin 2', new Date(), 'stderr', 2);
+    writer.append(id, LogType.RUNTIME, 'origin 3');
+    await writer.flush();
+    // The line-by-line path: a seq stored meanwhile by another writer.
+    const [{ max }] = await t.gateway.ds.query<Array<{ max: number }>>('SELECT max(seq) AS max FROM log_lines WHERE deployment_id = $1', [id]);
+    await t.gateway.ds.query(
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message) VALUES ($1, (SELECT app_id FROM deployments WHERE id = $1), $2, now(), 'runtime', 'theirs')`,
+      [id, max + 1],
+    );
+    writer.append(id, LogType.RUNTIME, 'origin taken', new Date(), 'stdout', 1);
+    writer.append(id, LogType.RUNTIME, 'origin 4', new Date(), 'stdout', 3);
+    await writer.flush();
+    expect(await origin()).toEqual([
+      { message: 'origin 1', stream: 'stdout', replica: 1 },
+      { message: 'origin 2', stream: 'stderr', replica: 2 },
+      { message: 'origin 3', stream: null, replica: null },
+      { message: 'origin 4', stream: 'stdout', replica: 3 },
+    ]);
+  });
+
   it('lines of a deleted deployment are dropped; the other deployments of the batch are stored', async () => {
     const [gone, kept] = [await failed(), await failed()];
     const writer = t.gateway.services.deployments.writer;

@@ -362,9 +362,21 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
     it('a gateway that dies holding the egg: another adopts its container once the lease lapses, not before (no second container)', async () => {
       const [before] = (await containersOf(first)).filter((x) => x.State === 'running');
       await gateway.stop();
-      // Left as a crashed gateway leaves it: claimed, with a lease nobody renews.
+      // While no gateway follows it the egg serves a request (straight at its published port) and
+      // logs it; then a line of the platform's is stored, stamped later by the gateway's clock (as
+      // a request line the next gateway's router writes before its runner looks may be). The
+      // container's line is still new to the runner that adopts it.
+      const published = before.Ports.find((p) => p.PublicPort && p.IP === '127.0.0.1')!.PublicPort;
+      expect(await (await fetch(`http://127.0.0.1:${published}/in-the-gap`)).text()).toBe('v1 /in-the-gap');
       const db = new Client({ connectionString: t.db.url });
       await db.connect();
+      await db.query(
+        `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message)
+         SELECT id, app_id, (SELECT max(seq) + 1 FROM log_lines WHERE deployment_id = $1), now() + interval '1 second', 'runtime', 'GET /elsewhere 200 1ms'
+           FROM deployments WHERE id = $1`,
+        [first],
+      );
+      // Left as a crashed gateway leaves it: claimed, with a lease nobody renews.
       const lapses = (
         await db.query<{ runner_lease_until: Date }>(
           `UPDATE apps SET runner_id = 'gw_crashed', runner_lease_until = now() + interval '2 seconds' WHERE slug = $1 RETURNING runner_lease_until`,
@@ -386,6 +398,7 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
       );
       expect(Date.now()).toBeGreaterThanOrEqual(lapses.getTime());
       await requestLogged(first, '/after-crash');
+      expect((await runtimeLines(first)).filter((l) => l.message === 'request /in-the-gap')).toHaveLength(1);
       expect((await containersOf(first)).map((c) => c.Id)).toEqual([before.Id]);
     }, 120_000);
 

@@ -15,7 +15,7 @@ http.createServer((req, res) => {
 }).listen(Number(process.env.PORT), () => console.log('listening ${version}'));
 `;
 
-type Line = { type: string; message: string; at?: Date };
+type Line = { type: string; message: string; at?: Date; replica?: number };
 
 describeDocker('the Docker runtime (real Engine)', () => {
   let d: Docker;
@@ -47,8 +47,8 @@ describeDocker('the Docker runtime (real Engine)', () => {
   const sink = () => {
     const lines: Line[] = [];
     const waiters: Array<{ match: (l: Line) => boolean; resolve: (l: Line) => void }> = [];
-    const log: LogSink = (type, message, at) => {
-      const line = { type, message, at };
+    const log: LogSink = (type, message, at, _stream, replica) => {
+      const line = { type, message, at, replica };
       lines.push(line);
       for (const w of waiters.splice(0)) {
         if (w.match(line)) w.resolve(line);
@@ -130,6 +130,8 @@ describeDocker('the Docker runtime (real Engine)', () => {
     try {
       const boot = await out.until((l) => l.message === 'booting v1');
       expect(boot.at).toBeInstanceOf(Date);
+      // The egg's own lines name its replica (a lone one is the first); the platform's do not.
+      expect(boot.replica).toBe(1);
       expect(await containers(s.deploymentId)).toHaveLength(1);
       await get(s.deploymentId, '/hello');
       await out.until((l) => l.message === 'request /hello');
@@ -137,7 +139,7 @@ describeDocker('the Docker runtime (real Engine)', () => {
       // A crash: its exit code is logged, and the egg comes back.
       await get(s.deploymentId, '/crash').catch(() => undefined);
       await out.until((l) => l.message === 'crashing on purpose');
-      await out.until((l) => l.message.startsWith('==> rt-egg exited with code 3; restarting'));
+      expect((await out.until((l) => l.message.startsWith('==> rt-egg exited with code 3; restarting'))).replica).toBeUndefined();
       const listened = await out.until((l) => l.message === 'listening v1');
       await out.until((l) => l.message === 'listening v1' && l !== listened);
       // Each line once, though following the restarted container starts at a whole second.
@@ -148,7 +150,22 @@ describeDocker('the Docker runtime (real Engine)', () => {
       // Detached (the gateway stops): the container goes on; the next run adopts it.
       egg.detach();
       expect((await containers(s.deploymentId)).map((x) => x.State)).toEqual(['running']);
-      const again = runtime.run(s, sink().log, hooks);
+      // A request while no runner follows: the adopting runner passes it on, and only what its
+      // replica wrote after the newest stored line of that replica.
+      expect(await get(s.deploymentId, '/gap')).toBe('hello v1 rt-egg\n');
+      const stored = out.lines.filter((l) => l.replica === 1).at(-1)!.at!;
+      const asked: Array<number | undefined> = [];
+      const adopted = sink();
+      const again = runtime.run(s, adopted.log, {
+        ...hooks,
+        lastLineAt: (replica) => {
+          asked.push(replica);
+          return Promise.resolve(stored);
+        },
+      });
+      expect((await adopted.until((l) => l.message === 'request /gap')).replica).toBe(1);
+      expect(asked).toEqual([1]);
+      expect(adopted.lines.filter((l) => l.message === 'request /hello' || l.message === 'booting v1')).toEqual([]);
       expect(await get(s.deploymentId)).toBe('hello v1 rt-egg\n');
       expect(await containers(s.deploymentId)).toHaveLength(1);
       // Stopped for good (superseded, deleted): no container is left.

@@ -110,13 +110,7 @@ export class DeploymentsService {
           const [row] = await this.ds.query<Array<{ last_request_at: Date | null }>>('SELECT last_request_at FROM deployments WHERE id = $1', [id]);
           return row?.last_request_at ?? null;
         },
-        lastLineAt: async (id) => {
-          const [row] = await this.ds.query<Array<{ at: Date | null }>>(
-            `SELECT max(timestamp) AS at FROM log_lines WHERE deployment_id = $1 AND type = 'runtime'`,
-            [id],
-          );
-          return row?.at ?? null;
-        },
+        lastLineAt: (id, replica) => newestEggLineAt(this.ds, id, replica),
         onError: deps.onError,
       },
       deps.leaseMs ?? 30_000,
@@ -637,4 +631,20 @@ export class DeploymentsService {
   private publish(id: string, event: DeploymentEvent): void {
     this.deps.pubsub.publish('DEPLOYMENT', id, event);
   }
+}
+
+/**
+ * When the newest stored runtime line the egg itself wrote was written: of replica `replica` (from
+ * 1), or of any replica. The platform's lines (request lines, notes, cron runs) are left out: they
+ * carry the gateway's time and may be stored ahead of container lines written before them. Lines
+ * stored before lines named their replica count where none does (then the egg's had a stream).
+ */
+export async function newestEggLineAt(ds: DataSource, deploymentId: string, replica?: number): Promise<Date | null> {
+  const [row] = await ds.query<Array<{ at: Date | null }>>(
+    `SELECT coalesce(max(timestamp) FILTER (WHERE CASE WHEN $2::smallint IS NULL THEN replica IS NOT NULL ELSE replica = $2 END),
+                     max(timestamp) FILTER (WHERE replica IS NULL AND stream IS NOT NULL)) AS at
+       FROM log_lines WHERE deployment_id = $1 AND type = 'runtime'`,
+    [deploymentId, replica ?? null],
+  );
+  return row?.at ?? null;
 }

@@ -27,8 +27,8 @@ export interface SupervisorHooks {
   asleep(deploymentId: string, idleSince: Date): Promise<boolean>;
   /** When the egg last served a request through a router. */
   lastActive(deploymentId: string): Promise<Date | null>;
-  /** When the deployment's newest stored runtime line was written. */
-  lastLineAt(deploymentId: string): Promise<Date | null>;
+  /** When the newest stored line of the egg's own output was written: of replica `replica` (from 1), or of any replica. */
+  lastLineAt(deploymentId: string, replica?: number): Promise<Date | null>;
   onError(err: unknown): void;
 }
 
@@ -207,11 +207,11 @@ export class BuildSupervisor {
       // Whoever wrote its lines before (its builder, an earlier runner elsewhere) is done.
       await this.writer.resume(deployment.id);
       if (this.stopped) return;
-      const egg = this.runtime.run(spec, (type, msg, at, from) => this.writer.append(deployment.id, type as LogType, msg, at, from), {
+      const egg = this.runtime.run(spec, (type, msg, at, from, replica) => this.writer.append(deployment.id, type as LogType, msg, at, from, replica), {
         wake: () => this.hooks.wake(deployment.id),
         asleep: (idleSince) => this.hooks.asleep(deployment.id, idleSince),
         lastActive: () => this.hooks.lastActive(deployment.id),
-        lastLineAt: () => this.hooks.lastLineAt(deployment.id),
+        lastLineAt: (replica) => this.hooks.lastLineAt(deployment.id, replica),
       });
       this.running.set(appId, { deploymentId: deployment.id, egg });
     });

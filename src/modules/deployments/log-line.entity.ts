@@ -63,4 +63,14 @@ export class LogLine {
   })
   @Column('text', { nullable: true })
   stream: LogStream | null;
+
+  /**
+   * The egg's replica whose output the line is, from 1 (0: the runtime could not tell which);
+   * null for every line the platform writes, even into the runtime log (notes, request lines, cron
+   * runs' output). A runner adopting a replica's container passes on only what that replica wrote
+   * after its newest stored line: the platform's lines are stamped by the gateway's clock, not the
+   * container's, and would hide the container's lines not stored yet.
+   */
+  @Column('smallint', { nullable: true })
+  replica?: number | null;
 }

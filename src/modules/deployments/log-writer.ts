@@ -104,7 +104,8 @@ export class LogWriter {
     this.forgotten.delete(deploymentId);
   }
 
-  append(deploymentId: string, type: LogType, message: string, at?: Date, stream?: 'stdout' | 'stderr'): void {
+  /** `replica`: the egg's replica whose output the line is (see LogLine.replica); absent for the platform's own lines. */
+  append(deploymentId: string, type: LogType, message: string, at?: Date, stream?: 'stdout' | 'stderr', replica?: number): void {
     const last = this.seqs.get(deploymentId);
     if (last === undefined) {
       if (this.forgotten.has(deploymentId)) return;
@@ -118,6 +119,7 @@ export class LogWriter {
       type,
       message,
       stream: (stream as LogStream) ?? null,
+      replica: replica ?? null,
     });
     this.buffer.push(line);
     if (this.buffer.length >= this.maxBatch) void this.flush();
@@ -211,6 +213,7 @@ export class LogWriter {
       batch.map((l) => l.type),
       batch.map((l) => l.message),
       batch.map((l) => l.stream),
+      batch.map((l) => l.replica ?? null),
     ];
     try {
       const rows: Array<{ id: string; app_id: string }> = await this.ds.query(
@@ -218,9 +221,9 @@ export class LogWriter {
            SELECT x.id, x.ord, d.app_id FROM unnest($1::text[]) WITH ORDINALITY AS x(id, ord)
              JOIN deployments d ON d.id = x.id
          ), stored AS (
-           INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream)
-           SELECT live.id, live.app_id, u.s, u.t, u.ty, u.m, u.st
-             FROM unnest($2::int[], $3::int[], $4::timestamptz[], $5::text[], $6::text[], $7::text[]) AS u(i, s, t, ty, m, st)
+           INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream, replica)
+           SELECT live.id, live.app_id, u.s, u.t, u.ty, u.m, u.st, u.r
+             FROM unnest($2::int[], $3::int[], $4::timestamptz[], $5::text[], $6::text[], $7::text[], $8::smallint[]) AS u(i, s, t, ty, m, st, r)
              JOIN live ON live.ord = u.i
          )
          SELECT id, app_id FROM live`,
@@ -234,9 +237,9 @@ export class LogWriter {
       if (pgCode(err) !== '23505' && pgCode(err) !== '23503') throw err;
     }
     const rows: Array<{ deployment_id: string; seq: number; app_id: string }> = await this.ds.query(
-      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream)
-       SELECT u.d, d.app_id, u.s, u.t, u.ty, u.m, u.st
-         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[], $6::text[]) AS u(d, s, t, ty, m, st)
+      `INSERT INTO log_lines (deployment_id, app_id, seq, timestamp, type, message, stream, replica)
+       SELECT u.d, d.app_id, u.s, u.t, u.ty, u.m, u.st, u.r
+         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::smallint[]) AS u(d, s, t, ty, m, st, r)
          JOIN deployments d ON d.id = u.d
        ON CONFLICT DO NOTHING
        RETURNING deployment_id, seq, app_id`,

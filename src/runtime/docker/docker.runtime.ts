@@ -528,10 +528,17 @@ export class DockerRuntime implements Runtime {
     const watched = Array.from(
       { length: replicas },
       (_, i) =>
-        new WatchedContainer(this, this.docker, spec, (type, message, at, from) => log(type, `[replica ${i + 1}] ${message}`, at, from), hooks, {
-          ...opts,
-          replica: i,
-        }),
+        new WatchedContainer(
+          this,
+          this.docker,
+          spec,
+          (type, message, at, from, replica) => log(type, `[replica ${i + 1}] ${message}`, at, from, replica),
+          hooks,
+          {
+            ...opts,
+            replica: i,
+          },
+        ),
     );
     return {
       stop: async (stopOpts) => {
@@ -765,6 +772,11 @@ class WatchedContainer implements RunningEgg {
     return this.watching.signal.aborted;
   }
 
+  /** The replica this runner watches, as its lines name it (from 1). */
+  private get replica(): number {
+    return this.opts.replica + 1;
+  }
+
   /** The deployment's container: the one running (adopted), else (unless asleep) a new one. */
   private async container(): Promise<Docker.Container | null> {
     const found = await this.runtime.containersOf(this.spec.deploymentId, this.opts.replica);
@@ -783,7 +795,7 @@ class WatchedContainer implements RunningEgg {
     let delay = this.opts.backoff.min;
     // Lines from the container's start, the first time (the build started it and no one read them
     // yet), except those stored already: an adopted container's lines up to its last runner's detach.
-    const seen = FollowedLines.after(await this.hooks.lastLineAt());
+    const seen = FollowedLines.after(await this.hooks.lastLineAt(this.replica));
     while (!this.ended) {
       if (!container) {
         container = await this.untilWoken();
@@ -891,9 +903,9 @@ class WatchedContainer implements RunningEgg {
     const stream = await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: this.watching.signal });
     const emit = (raw: string, from: OutputStream) => {
       const line = parseTimestamped(raw);
-      if (!line) return this.log('runtime', raw, undefined, from);
+      if (!line) return this.log('runtime', raw, undefined, from, this.replica);
       // Following again starts at a whole second: lines already passed on come again.
-      if (seen.fresh(line.ns)) this.log('runtime', line.message, line.at, from);
+      if (seen.fresh(line.ns)) this.log('runtime', line.message, line.at, from, this.replica);
     };
     void demuxLines(this.docker, stream, emit);
   }

@@ -371,7 +371,9 @@ class WatchedService implements RunningEgg {
         const line = parseServiceLine(raw);
         if (line.ns !== undefined && !seen.fresh(line.ns)) return;
         const slot = line.task ? this.slots.get(line.task) : undefined;
-        this.log('runtime', this.replicas > 1 && slot !== undefined ? `[replica ${slot}] ${line.message}` : line.message, line.at, from);
+        // (A task this runner has not polled yet is of an unknown replica, unless there is one.)
+        const replica = slot ?? (this.replicas === 1 ? 1 : 0);
+        this.log('runtime', this.replicas > 1 && slot !== undefined ? `[replica ${slot}] ${line.message}` : line.message, line.at, from, replica);
       });
       if (this.stopped) return;
       // The stream ended (the Engine restarted it): again from the newest line, later ones only.
