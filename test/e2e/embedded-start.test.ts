@@ -24,8 +24,9 @@ describe('zero-config start with the embedded PostgreSQL', () => {
   const logWaiters: Array<{ match: (l: LogLine) => boolean; resolve: () => void }> = [];
   const untilLogged = (match: (l: LogLine) => boolean) =>
     new Promise<void>((resolve) => (logLines.some(match) ? resolve() : logWaiters.push({ match, resolve })));
+  // At debug: the `incoming request` line says when the request in flight at shutdown has arrived.
   const env = () => {
-    const e: NodeJS.ProcessEnv = { ...process.env, HATCHERY_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', HATCHERY_SIM_BUILD_MS: '300', LOG_LEVEL: 'info' };
+    const e: NodeJS.ProcessEnv = { ...process.env, HATCHERY_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', HATCHERY_SIM_BUILD_MS: '300', LOG_LEVEL: 'debug' };
     delete e.DATABASE_URL;
     delete e.HATCHERY_ENCRYPTION_KEY;
     return e;

@@ -48,7 +48,7 @@ describe('structured logs', () => {
     const requestId = http.errors?.[0]?.extensions?.requestId as string;
     expect(http.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect(requestId).toMatch(REQ_ID);
-    expect(log.lines.filter((l) => l.reqId === requestId).map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
+    expect(log.lines.filter((l) => l.reqId === requestId).map((l) => l.msg)).toEqual(['request completed']);
 
     const client = wsClient(t.url, owner.token);
     try {
@@ -70,16 +70,21 @@ describe('structured logs', () => {
 
     const lines = log.lines; // throws unless every line is JSON
     const mine = lines.filter((l) => l.reqId === missing.body.request_id);
-    expect(mine.map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
-    expect(mine[0].req).toMatchObject({ method: 'GET', url: '/deployments/dep_00000000000000000000000000' });
-    expect(mine[1].res).toEqual({ statusCode: 404 });
+    // One access line a request, once answered: what was asked, the status, the time taken.
+    expect(mine.map((l) => l.msg)).toEqual(['request completed']);
+    expect(mine[0]).toMatchObject({
+      level: 30,
+      req: { method: 'GET', url: '/deployments/dep_00000000000000000000000000', remoteAddress: '127.0.0.1' },
+      res: { statusCode: 404 },
+      responseTime: expect.any(Number),
+    });
 
     const aboutRequests = lines.filter((l) => l.req || l.res);
     expect(aboutRequests.length).toBeGreaterThanOrEqual(4);
     for (const l of aboutRequests) expect(l.reqId).toMatch(REQ_ID);
     // Each request has its own id.
-    const ids = new Set(aboutRequests.filter((l) => l.msg === 'incoming request').map((l) => l.reqId));
-    expect(ids.size).toBe(aboutRequests.filter((l) => l.msg === 'incoming request').length);
+    const ids = new Set(aboutRequests.filter((l) => l.msg === 'request completed').map((l) => l.reqId));
+    expect(ids.size).toBe(aboutRequests.filter((l) => l.msg === 'request completed').length);
   });
 
   it('ties a masked internal error to its request: the body names the request and the error, the log line has both', async () => {
@@ -100,11 +105,7 @@ describe('structured logs', () => {
     expect(JSON.stringify(graphql)).not.toMatch(/apps_hidden|relation|SELECT|at /);
     const gqlLine = log.lines.find((l) => l.errorId === error.extensions!.errorId)!;
     expect(gqlLine).toMatchObject({ level: 50, reqId: error.extensions!.requestId, err: { message: expect.stringMatching(/relation "apps" does not exist/) } });
-    expect(log.lines.filter((l) => l.reqId === error.extensions!.requestId).map((l) => l.msg)).toEqual([
-      'incoming request',
-      'unexpected error',
-      'request completed',
-    ]);
+    expect(log.lines.filter((l) => l.reqId === error.extensions!.requestId).map((l) => l.msg)).toEqual(['unexpected error', 'request completed']);
 
     expect(restRes.status).toBe(500);
     expect(restRes.body).toMatchObject({ code: 'internal_error', request_id: expect.stringMatching(REQ_ID), error_id: expect.stringMatching(/^err_/) });
