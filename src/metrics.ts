@@ -1,7 +1,8 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { FastifyInstance } from 'fastify';
 import { ExecutionArgs, getOperationAST } from 'graphql';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { Tally, TallyMetric } from './metrics-tally';
 
 export type WebhookOutcome = 'succeeded' | 'failed' | 'retry';
 
@@ -17,6 +18,8 @@ interface WsContext {
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** `2xx` and the like, made once. */
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 /** Operation names are chosen by clients: past this many distinct names, new ones count as `other`. */
 const MAX_OPERATION_NAMES = 200;
 
@@ -36,32 +39,26 @@ export class Metrics {
   /** When each graphql-ws operation of a connection was subscribed, for its latency. */
   private readonly wsStarts = new WeakMap<object, Map<string, number>>();
 
-  private readonly httpRequests = new Counter({
-    name: 'hatchery_http_requests_total',
-    help: 'HTTP requests answered, by method, route template (unmatched for unknown paths) and status class.',
-    labelNames: ['method', 'route', 'status_class'] as const,
-    registers: [this.registry],
-  });
-  private readonly httpDuration = new Histogram({
-    name: 'hatchery_http_request_duration_seconds',
-    help: 'Time from receiving an HTTP request to answering it, by method, route template and status class.',
-    labelNames: ['method', 'route', 'status_class'] as const,
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
-  private readonly graphqlOperations = new Counter({
-    name: 'hatchery_graphql_operations_total',
-    help: 'GraphQL operations, by operation name (anonymous when unnamed), type, transport (http, ws) and outcome (success, error).',
-    labelNames: ['operation', 'type', 'transport', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  private readonly graphqlDuration = new Histogram({
-    name: 'hatchery_graphql_operation_duration_seconds',
-    help: 'Time to answer a GraphQL query or mutation (over HTTP or graphql-ws), by operation name and type.',
-    labelNames: ['operation', 'type'] as const,
-    buckets: SECONDS,
-    registers: [this.registry],
-  });
+  // Counted on every request and operation: tallied by a key of their labels (see metrics-tally.ts).
+  /** HTTP requests answered, by method, route template and status class: a counter and a histogram. */
+  private readonly httpRequests = this.register(
+    new Tally(SECONDS),
+    (t) => t.counter('hatchery_http_requests_total', 'HTTP requests answered, by method, route template (unmatched for unknown paths) and status class.'),
+    (t) =>
+      t.histogram('hatchery_http_request_duration_seconds', 'Time from receiving an HTTP request to answering it, by method, route template and status class.'),
+  );
+  private readonly graphqlOperations = this.register(new Tally(), (t) =>
+    t.counter(
+      'hatchery_graphql_operations_total',
+      'GraphQL operations, by operation name (anonymous when unnamed), type, transport (http, ws) and outcome (success, error).',
+    ),
+  );
+  private readonly graphqlDuration = this.register(new Tally(SECONDS), (t) =>
+    t.histogram(
+      'hatchery_graphql_operation_duration_seconds',
+      'Time to answer a GraphQL query or mutation (over HTTP or graphql-ws), by operation name and type.',
+    ),
+  );
   private readonly activeSubscriptions = new Gauge({
     name: 'hatchery_graphql_subscriptions_active',
     help: 'graphql-ws subscriptions currently streaming.',
@@ -147,9 +144,10 @@ export class Metrics {
   /** Counts every answered request by its route template, and serves `GET /metrics` (no token, not logged below warn). */
   instrument(app: FastifyInstance): void {
     app.addHook('onResponse', (req, reply, done) => {
-      const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status_class: `${Math.floor(reply.statusCode / 100)}xx` };
-      this.httpRequests.inc(labels);
-      this.httpDuration.observe(labels, reply.elapsedTime / 1000);
+      const { method } = req;
+      const route = req.routeOptions.url ?? 'unmatched';
+      const statusClass = STATUS_CLASSES[Math.floor(reply.statusCode / 100)] ?? `${Math.floor(reply.statusCode / 100)}xx`;
+      this.httpRequests.add(`${method} ${statusClass} ${route}`, () => ({ method, route, status_class: statusClass }), reply.elapsedTime / 1000);
       done();
     });
     // Scrapes come every few seconds: their request lines would drown the rest.
@@ -158,9 +156,21 @@ export class Metrics {
 
   /** A GraphQL operation over HTTP has been answered (`started`: `performance.now()` when it arrived). */
   httpOperation(name: string | null | undefined, type: string, failed: boolean, started: number): void {
-    const operation = this.operationName(name);
-    this.graphqlOperations.inc({ operation, type, transport: 'http', outcome: failed ? 'error' : 'success' });
-    this.graphqlDuration.observe({ operation, type }, (performance.now() - started) / 1000);
+    this.graphqlOperation(this.operationName(name), type, 'http', failed ? 'error' : 'success', (performance.now() - started) / 1000);
+  }
+
+  /** One GraphQL operation answered (or, streaming, started: `seconds` null, not timed). */
+  private graphqlOperation(operation: string, type: string, transport: 'http' | 'ws', outcome: 'success' | 'error', seconds: number | null): void {
+    // (Operation names are GraphQL names: a space cannot be in one.)
+    this.graphqlOperations.add(`${operation} ${type} ${transport} ${outcome}`, () => ({ operation, type, transport, outcome }));
+    if (seconds !== null) this.graphqlDuration.add(`${operation} ${type}`, () => ({ operation, type }), seconds);
+  }
+
+  /** Registers the tally's metrics (its counter, its histogram) in this registry. */
+  private register(tally: Tally, ...metrics: Array<(t: Tally) => TallyMetric>): Tally {
+    // prom-client's registry takes any object with a name and `get` (its own types name only its classes).
+    for (const make of metrics) this.registry.registerMetric(make(tally) as unknown as Parameters<Registry['registerMetric']>[0]);
+    return tally;
   }
 
   /** Apollo plugin: each GraphQL operation over HTTP, by name and type. */
@@ -202,19 +212,9 @@ export class Metrics {
         const streaming = isAsyncIterable(result);
         const started = starts(ctx).get(id);
         starts(ctx).delete(id);
-        if (!streaming && started !== undefined) {
-          this.graphqlDuration.observe(
-            { operation: this.operationName(op?.name?.value), type: op?.operation ?? 'unknown' },
-            (performance.now() - started) / 1000,
-          );
-        }
         const failed = !streaming && Boolean((result as { errors?: unknown[] }).errors?.length);
-        this.graphqlOperations.inc({
-          operation: this.operationName(op?.name?.value),
-          type: op?.operation ?? 'unknown',
-          transport: 'ws',
-          outcome: failed ? 'error' : 'success',
-        });
+        const seconds = !streaming && started !== undefined ? (performance.now() - started) / 1000 : null;
+        this.graphqlOperation(this.operationName(op?.name?.value), op?.operation ?? 'unknown', 'ws', failed ? 'error' : 'success', seconds);
         if (streaming && !active(ctx).has(id)) {
           active(ctx).add(id);
           this.activeSubscriptions.inc();

@@ -1,8 +1,8 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, randomBytes } from 'node:crypto';
 
 /** API tokens are stored only as this hash; they carry 256 random bits, so a plain SHA-256 suffices. */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 export function newToken(): string {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Redis from 'ioredis';
 import { Logger } from '../log';
@@ -140,7 +140,7 @@ export interface RateLimiterOptions {
 /** Windows are one minute, as the limits' names say. */
 const WINDOW_MS = 60_000;
 
-const sha = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 32);
+const sha = (s: string) => hash('sha256', s, 'hex').slice(0, 32);
 
 export class RateLimiter {
   private readonly store: Store;
