@@ -342,8 +342,10 @@ export function createRouter(opts: RouterOptions): Router {
       // connect (a restart, a crash's backoff): another replica at once, then again for a while,
       // backing off from 100 ms to a second.
       if (retry && !res.headersSent && !req.destroyed && Date.now() < retryUntil) {
-        // The proxy adds an error listener to the request per attempt: a dozen attempts at most.
+        // The proxy adds an error listener to the request and a close listener to the response per
+        // attempt: a dozen attempts at most.
         req.setMaxListeners(32);
+        res.setMaxListeners(32);
         if (attempt > 0 && !stale) await sleep(Math.min(1000, 100 * 2 ** (attempt - 1)));
         continue;
       }
