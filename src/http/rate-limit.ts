@@ -253,10 +253,13 @@ export function registerRateLimit(
     if (isGraphQLRoute(req)) return sendGraphQLErrors(reply, ERROR_HTTP.RATE_LIMITED.status, [rateLimitError(verdict).toJSON()]);
     return sendProblem(reply, 'RATE_LIMITED', rateLimitMessage(verdict));
   });
-  app.addHook('onResponse', async (req, reply) => {
+  // Callback-style: most responses need nothing here, and an async hook costs a promise each.
+  app.addHook('onResponse', (req, reply, done) => {
     const status = reply.statusCode;
-    if (status < 400 || status >= 500 || status === 429 || authenticated.has(req) || exempt(req)) return;
-    if (credentialOf(req.headers.authorization) !== null) await limiter.failedAuth(req.ip);
+    if (status < 400 || status >= 500 || status === 429 || authenticated.has(req) || exempt(req) || credentialOf(req.headers.authorization) === null) {
+      return done();
+    }
+    limiter.failedAuth(req.ip).then(() => done(), done);
   });
   return {
     /** Counts the request under its account, once its token is found good; throws RateLimited over the limit. */
