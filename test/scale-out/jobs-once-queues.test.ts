@@ -67,8 +67,29 @@ class RuntimeRecord {
   /** The preview resources that exist on the (shared) platform, by external id. */
   readonly previewResources = new Map<string, ProvisionedResource>();
 
+  private readonly buildWaiters = new Set<() => void>();
+
   buildsOf(id: string): Side[] {
     return this.builds.filter((b) => b.id === id).map((b) => b.side);
+  }
+
+  /** A runtime was asked to build. */
+  built(entry: { side: Side; id: string; slug: string }): void {
+    this.builds.push(entry);
+    for (const wake of [...this.buildWaiters]) wake();
+  }
+
+  /** Resolves once every one of `ids` was asked to build at least once (a build starts after its request is answered). */
+  untilBuilding(ids: string[]): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (!ids.every((id) => this.buildsOf(id).length > 0)) return;
+        this.buildWaiters.delete(check);
+        resolve();
+      };
+      this.buildWaiters.add(check);
+      check();
+    });
   }
 }
 
@@ -87,7 +108,7 @@ class RecordingRuntime extends SimulatedRuntime {
   }
 
   build(spec: EggSpec, log: LogSink, signal: AbortSignal): Promise<BuildResult> {
-    this.record.builds.push({ side: this.side, id: spec.deploymentId, slug: spec.slug });
+    this.record.built({ side: this.side, id: spec.deploymentId, slug: spec.slug });
     return super.build(spec, log, signal);
   }
 
@@ -443,6 +464,7 @@ describe('pg-boss queues on two gateways: each job does its work once', () => {
     );
     const ids = previews.map((p) => p.id);
     expect(ids).toHaveLength(4);
+    await record.untilBuilding(ids);
     expect(ids.map((id) => record.buildsOf(id))).toEqual(ids.map(() => ['c']));
     await c.stop(); // releases its build leases
     await q(`UPDATE previews SET lease_until = $2 WHERE id = ANY($1)`, [ids.slice(0, 2), new Date(clock.now().getTime() - 1000)]);
