@@ -15,6 +15,8 @@ export type Row = {
   gateway: number | string | null;
   baseline: number | string | null;
   ratio: number | null;
+  /** With several rounds (the lists' BENCH_HTTP_ROUNDS): `ratio` is the median round's, this the lowest and highest. */
+  range?: [number, number];
   goal: string;
   met: boolean | null;
 };

@@ -32,6 +32,7 @@ describe('npm run bench (shrunk)', () => {
         BENCH_SECONDS: '1',
         BENCH_WARMUP_SECONDS: '0',
         BENCH_LIST_WARMUP_SECONDS: '1',
+        BENCH_HTTP_ROUNDS: '2',
         BENCH_CONNECTIONS: '2',
         BENCH_LOG_RATE: '200',
         BENCH_LOG_SECONDS: '1',
@@ -116,6 +117,21 @@ describe('npm run bench (shrunk)', () => {
 
   it('each list load records the CPU the harness process (the gateway, the bare baseline) spent a request', () => {
     for (const r of [...raw.http.baseline, raw.http.rest, raw.http.graphql, raw.http.graphqlThroughApollo]) expect(r.cpuMsPerRequest).toBeGreaterThan(0);
+  });
+
+  it('BENCH_HTTP_ROUNDS: each round of the lists between two baseline loads; the rows give the median round’s ratio and the range', () => {
+    expect(raw.http.rounds).toHaveLength(2);
+    expect(raw.http.baseline).toHaveLength(3);
+    for (const measure of ['REST GET /deployments?limit=20: throughput (req/s)', 'GraphQL deployments(first: 20): p99 latency (ms)']) {
+      const { ratio, range } = row(measure) as { ratio: number; range: [number, number] };
+      expect(range).toEqual([expect.any(Number), expect.any(Number)]);
+      expect(range[0]).toBeLessThanOrEqual(ratio);
+      expect(ratio).toBeLessThanOrEqual(range[1]);
+      expect(out).toContain(`${ratio.toFixed(2)} (${range[0].toFixed(2)}–${range[1].toFixed(2)})`);
+    }
+    // The median of two is the lower: one of the rounds' own ratios, against that round's baselines.
+    const rest = raw.http.rounds.map((x: any) => x.rest.rps / x.baseline.rps);
+    expect(row('REST GET /deployments?limit=20: throughput (req/s)').ratio).toBe(Math.min(...rest));
   });
 
   it('the GraphQL peers answer the same number of rows as the gateway, on the same database', () => {
