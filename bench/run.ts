@@ -314,13 +314,7 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
     const graphql = await autocannon(`gateway GraphQL deployments(first: 20)${of(i)}`, gqlT);
     const graphqlThroughApollo = await autocannon(`gateway GraphQL deployments(first: 20) through Apollo Server (control)${of(i)}`, gqlApolloT);
     baselines.push(await autocannon(`baseline (Fastify + pg), again${of(i)}`, base));
-    const [before, after] = baselines.slice(i, i + 2);
-    measured.push({
-      rest,
-      graphql,
-      graphqlThroughApollo,
-      baseline: { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } },
-    });
+    measured.push({ rest, graphql, graphqlThroughApollo, baseline: averaged(baselines[i], baselines[i + 1]) });
   }
   /** The round whose `ratio` is the median (the lower middle one of an even count), and the range of the ratio over the rounds. */
   const median = (ratio: (r: HttpRound) => number): { round: HttpRound; ratio: number; range?: [number, number] } => {
@@ -328,14 +322,16 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
     const round = sorted[Math.floor((sorted.length - 1) / 2)];
     return { round, ratio: ratio(round), range: rounds > 1 ? [ratio(sorted[0]), ratio(sorted[sorted.length - 1])] : undefined };
   };
-  const results: Record<'rest' | 'graphql', HttpRound> = { rest: measured[0], graphql: measured[0] };
+  const throughput = {
+    rest: median((r) => r.rest.rps / r.baseline.rps),
+    graphql: median((r) => r.graphql.rps / r.baseline.rps),
+  };
   for (const [name, key] of [
     ['REST GET /deployments?limit=20', 'rest'],
     ['GraphQL deployments(first: 20)', 'graphql'],
   ] as const) {
-    const tput = median((r) => r[key].rps / r.baseline.rps);
+    const tput = throughput[key];
     const p99 = median((r) => r[key].latency.p99 / r.baseline.latency.p99);
-    results[key] = tput.round;
     rows.push({
       measure: `${name}: throughput (req/s)`,
       gateway: Math.round(tput.round[key].rps),
@@ -367,15 +363,15 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
     met: null,
   });
   // The loads of the rounds whose throughput ratio is the median: what the peers phase compares.
-  const mid = (key: 'rest' | 'graphql') => results[key][key];
-  raw.http = {
-    baseline: baselines,
-    rest: mid('rest'),
-    graphql: mid('graphql'),
-    graphqlThroughApollo: control.round.graphqlThroughApollo,
-    ...(rounds > 1 ? { rounds: measured } : {}),
-  };
-  return { rest: mid('rest'), graphql: mid('graphql'), baseline: results.graphql.baseline };
+  const rest = throughput.rest.round.rest;
+  const graphql = throughput.graphql.round.graphql;
+  raw.http = { baseline: baselines, rest, graphql, graphqlThroughApollo: control.round.graphqlThroughApollo, ...(rounds > 1 ? { rounds: measured } : {}) };
+  return { rest, graphql, baseline: throughput.graphql.round.baseline };
+}
+
+/** Two loads of the baseline as one: their throughput and p99 averaged (the machine's drift between them cancels). */
+function averaged(before: HttpResult, after: HttpResult): ListResults['baseline'] {
+  return { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } };
 }
 
 /** One round of the lists: the gateway's three loads and the bare baseline around them (averaged). */
@@ -383,7 +379,7 @@ interface HttpRound {
   rest: HttpResult;
   graphql: HttpResult;
   graphqlThroughApollo: HttpResult;
-  baseline: { rps: number; latency: { p99: number } };
+  baseline: ListResults['baseline'];
 }
 
 /**
@@ -424,7 +420,7 @@ async function peersPhase(gatewayUrl: string, baselineUrl: string, seedData: See
       const rest = await autocannon('gateway REST GET /deployments', targets.rest);
       const graphql = await autocannon('gateway GraphQL deployments(first: 20)', targets.graphql);
       const after = await autocannon('baseline (Fastify + pg), again', targets.base);
-      lists = { rest, graphql, baseline: { rps: (before.rps + after.rps) / 2, latency: { p99: (before.latency.p99 + after.latency.p99) / 2 } } };
+      lists = { rest, graphql, baseline: averaged(before, after) };
     }
     await warmUp([
       ['PostGraphile 4', pgT],

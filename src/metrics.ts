@@ -146,7 +146,8 @@ export class Metrics {
     app.addHook('onResponse', (req, reply, done) => {
       const { method } = req;
       const route = req.routeOptions.url ?? 'unmatched';
-      const statusClass = STATUS_CLASSES[Math.floor(reply.statusCode / 100)] ?? `${Math.floor(reply.statusCode / 100)}xx`;
+      const hundreds = Math.floor(reply.statusCode / 100);
+      const statusClass = STATUS_CLASSES[hundreds] ?? `${hundreds}xx`;
       this.httpRequests.add(`${method} ${statusClass} ${route}`, () => ({ method, route, status_class: statusClass }), reply.elapsedTime / 1000);
       done();
     });

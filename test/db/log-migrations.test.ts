@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { LogSearch1795556922481 } from '../../migrations/1795556922481-LogSearch';
 import { LogPartitions1795559438308 } from '../../migrations/1795559438308-LogPartitions';
-import { dataSource, emptyDatabase } from '../support/migration-db';
+import { dataSource, emptyDatabase, seedLiveDeployment } from '../support/migration-db';
 
 /**
  * The log migrations of issue 16 on a database with lines in it: LogSearch fills each line's egg
@@ -20,13 +20,7 @@ describe('migrations LogSearch and LogPartitions keep the lines stored before th
     await ds.initialize();
     await ds.runMigrations();
     const t = '2026-11-01T00:00:00.000Z';
-    await ds.query(`INSERT INTO users (id, email, created_at) VALUES ('usr_a', 'a@example.com', $1)`, [t]);
-    await ds.query(`INSERT INTO apps (id, slug, owner_id, created_at) VALUES ('app_1', 'alice-egg', 'usr_a', $1)`, [t]);
-    await ds.query(
-      `INSERT INTO deployments (id, app_id, status, url, memory_mb, created_by_id, created_at, updated_at)
-       VALUES ($2, 'app_1', 'live', 'https://alice-egg--bcdefgh.hatchery.run', 256, 'usr_a', $1, $1)`,
-      [t, dep],
-    );
+    await seedLiveDeployment(ds, dep, t);
     await ds.query(
       `INSERT INTO log_lines (deployment_id, seq, timestamp, type, message)
        SELECT $1, i, $2::timestamptz + i * interval '1 second', 'runtime', 'line ' || i FROM generate_series(1, 50) AS i`,

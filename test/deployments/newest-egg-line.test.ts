@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { newestEggLineAt } from '../../src/modules/deployments/deployments.service';
-import { dataSource, emptyDatabase } from '../support/migration-db';
+import { dataSource, emptyDatabase, seedLiveDeployment } from '../support/migration-db';
 
 /**
  * Where a runner adopting a replica's container starts passing lines on: after the newest line that
@@ -30,14 +30,7 @@ describe('newestEggLineAt: the newest stored line of the egg’s own output', ()
     ds = dataSource(db.url, migrations.length);
     await ds.initialize();
     await ds.runMigrations();
-    const t = at(0);
-    await ds.query(`INSERT INTO users (id, email, created_at) VALUES ('usr_a', 'a@example.com', $1)`, [t]);
-    await ds.query(`INSERT INTO apps (id, slug, owner_id, created_at) VALUES ('app_1', 'alice-egg', 'usr_a', $1)`, [t]);
-    await ds.query(
-      `INSERT INTO deployments (id, app_id, status, url, memory_mb, created_by_id, created_at, updated_at)
-       VALUES ($2, 'app_1', 'live', 'https://alice-egg--bcdefgh.hatchery.run', 256, 'usr_a', $1, $1)`,
-      [t, dep],
-    );
+    await seedLiveDeployment(ds, dep, at(0));
   });
   afterAll(async () => {
     if (ds?.isInitialized) await ds.destroy();

@@ -32,3 +32,17 @@ export const dataSource = (url: string, upTo: number) =>
     namingStrategy: new SnakeNamingStrategy(),
     migrationsTransactionMode: 'each',
   });
+
+/**
+ * Alice (`usr_a`), her egg `alice-egg` (`app_1`) and its live deployment `deploymentId`, all made at
+ * `at`: the rows a migrated database needs before it can hold log lines.
+ */
+export async function seedLiveDeployment(ds: DataSource, deploymentId: string, at: string | Date): Promise<void> {
+  await ds.query(`INSERT INTO users (id, email, created_at) VALUES ('usr_a', 'a@example.com', $1)`, [at]);
+  await ds.query(`INSERT INTO apps (id, slug, owner_id, created_at) VALUES ('app_1', 'alice-egg', 'usr_a', $1)`, [at]);
+  await ds.query(
+    `INSERT INTO deployments (id, app_id, status, url, memory_mb, created_by_id, created_at, updated_at)
+     VALUES ($2, 'app_1', 'live', 'https://alice-egg--bcdefgh.hatchery.run', 256, 'usr_a', $1, $1)`,
+    [at, deploymentId],
+  );
+}

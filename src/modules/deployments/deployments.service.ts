@@ -641,7 +641,8 @@ export class DeploymentsService {
  */
 export async function newestEggLineAt(ds: DataSource, deploymentId: string, replica?: number): Promise<Date | null> {
   const [row] = await ds.query<Array<{ at: Date | null }>>(
-    `SELECT coalesce(max(timestamp) FILTER (WHERE CASE WHEN $2::smallint IS NULL THEN replica IS NOT NULL ELSE replica = $2 END),
+    // (Without a replica, `replica = replica`: any line that names one.)
+    `SELECT coalesce(max(timestamp) FILTER (WHERE replica = coalesce($2::smallint, replica)),
                      max(timestamp) FILTER (WHERE replica IS NULL AND stream IS NOT NULL)) AS at
        FROM log_lines WHERE deployment_id = $1 AND type = 'runtime'`,
     [deploymentId, replica ?? null],
