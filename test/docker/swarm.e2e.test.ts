@@ -10,7 +10,7 @@ import {
   RunCronNowDocument,
 } from '../../src/client/generated';
 import WebSocket from 'ws';
-import { LABELS } from '../../src/runtime/docker/docker.runtime';
+import { imageTag, LABELS } from '../../src/runtime/docker/docker.runtime';
 import { serviceName, SwarmRuntime } from '../../src/runtime/docker/swarm.runtime';
 import { randomUUID } from 'node:crypto';
 import { collect, gqlOk, rest, startGateway, TestGateway, waitForItem, wsClient } from '../support/gateway';
@@ -315,7 +315,9 @@ describeSwarm('swarm mode: eggs as Swarm services (HATCHERY_DOCKER_MODE=swarm)',
     // The race CI met once: the runner's start looked for the service just after DELETE removed it,
     // found none and created it again, with nobody left to remove it.
     const runtime = new SwarmRuntime(d, { nodeImage: base, buildTimeoutMs: 60_000, healthTimeoutMs: 15_000 });
-    const image = (await serviceOf(slug, live)).Spec.TaskTemplate.ContainerSpec.Image as string;
+    // The first deployment's image, kept for rollbacks (its service may be gone by now: the deploy
+    // of the test before superseded it, and a superseded service goes once drained).
+    const image = imageTag({ slug, deploymentId: live });
     for (let i = 0; i < 3; i++) {
       const spec = { deploymentId: randomUUID(), slug, env: { VERSION: 'race' }, memoryMb: 128, sleeps: false };
       const [repo, tag] = [`hatchery/${slug}`, spec.deploymentId.toLowerCase()];
