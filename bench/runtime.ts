@@ -38,6 +38,7 @@ import { buildApp, Gateway } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/log';
 import { EGG_PORT, LABELS, PORT_KEY } from '../src/runtime/docker/docker.runtime';
+import { mayEnterNamespaces } from '../src/runtime/namespaces';
 import { haproxyInstalled } from '../test/support/haproxy';
 import { docker as engine, ensureNodeImage, sourceArchive } from '../test/support/node-image';
 import { autocannon, LoadSettings, startLoad } from './load-process';
@@ -60,6 +61,8 @@ export const RUNTIME = {
   deployConcurrency: num('BENCH_RUNTIME_DEPLOY_CONCURRENCY', 4),
   /** The gateway's HATCHERY_ROUTER_EDGE: HAProxy in front of the router where it is installed, else the Node router alone. */
   edge: (process.env.BENCH_ROUTER_EDGE ?? (haproxyInstalled(process.env.HATCHERY_HAPROXY_BIN || 'haproxy') ? 'haproxy' : 'node')) as 'haproxy' | 'node',
+  /** The gateway's HATCHERY_ROUTER_EDGE_NAMESPACES: `off` measures HAProxy reaching the egg through its published port. */
+  namespaces: (process.env.BENCH_ROUTER_NAMESPACES ?? 'auto') as 'auto' | 'off',
 };
 
 /** Labels the containers this phase makes itself (the baselines): the run's tag. */
@@ -366,6 +369,7 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
       HATCHERY_MAX_CONNECTIONS_PER_IP: String(ctx.load.connections + 100),
       HATCHERY_LOG_DRAIN_WORKER: 'off',
       HATCHERY_ROUTER_EDGE: R.edge,
+      HATCHERY_ROUTER_EDGE_NAMESPACES: R.namespaces,
     });
     const logger = createLogger(process.env.BENCH_LOG_LEVEL ?? 'info', pino.destination({ dest: '/dev/null', sync: true }));
     gateway = buildApp(config, { logger });
@@ -553,8 +557,10 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
     });
 
     // 3. HTTP and WebSockets through the router vs straight to the egg's published port.
+    // HAProxy reaches the egg in its own network namespace (on its loopback) where the gateway may enter it, else through the published port.
+    const viaNamespace = R.edge === 'haproxy' && R.namespaces === 'auto' && mayEnterNamespaces();
     log(
-      `  (3) HTTP and WebSocket round trips through the router (${R.edge === 'haproxy' ? 'HAProxy in front of the Node router' : 'the Node router alone'}) vs straight to the container's published port`,
+      `  (3) HTTP and WebSocket round trips through the router (${R.edge === 'haproxy' ? `HAProxy in front of the Node router, to the egg ${viaNamespace ? 'in its own network namespace' : 'through its published port'}` : 'the Node router alone'}) vs straight to the container's published port`,
     );
     const target = deployEggs[deployEggs.length - 1];
     const targetDeployment = target.deployments[target.deployments.length - 1];
@@ -604,7 +610,12 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
     const wsRouted = await wsEcho('ws through the router', `ws://127.0.0.1:${routerPort}/`, { host });
     const wsAfter = await wsEcho('ws straight to the container, again', `ws://127.0.0.1:${direct}/`);
     const wsStraight = (wsBefore.rate + wsAfter.rate) / 2;
-    raw.router = { edge: R.edge, http: { straight: [before, after], router: routed }, ws: { straight: [wsBefore, wsAfter], router: wsRouted } };
+    raw.router = {
+      edge: R.edge,
+      namespaces: viaNamespace,
+      http: { straight: [before, after], router: routed },
+      ws: { straight: [wsBefore, wsAfter], router: wsRouted },
+    };
     rows.push(
       {
         measure: 'Runtime: HTTP through the router vs straight to the container: throughput (req/s)',

@@ -25,6 +25,7 @@ import { Metrics } from './metrics';
 import { Runtime } from './runtime/runtime.port';
 import { SimulatedRuntime } from './runtime/simulated.runtime';
 import { DockerRuntime } from './runtime/docker/docker.runtime';
+import { mayEnterNamespaces } from './runtime/namespaces';
 import { SwarmRuntime } from './runtime/docker/swarm.runtime';
 import { dockerClient } from './runtime/docker/engine';
 import { PreviewDatabases } from './runtime/docker/preview-databases';
@@ -197,15 +198,21 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         sleepAfterMs: config.simSleepAfterMs,
         commandMs: config.simCommandMs,
       });
+      // HAProxy in front reaches eggs on this host in their own network namespaces where it may (src/runtime/namespaces.ts).
+      const edgeNamespaces = config.routerEdge === 'haproxy' && config.routerEdgeNamespaces === 'auto' && mayEnterNamespaces();
       // `auto` is resolved before (src/main.ts asks the Engine); left as it is, it means simulated.
       runtime = opts.runtime
         ? opts.runtime(ds)
         : config.runtime === 'docker'
-          ? new (config.docker.mode === 'swarm' ? SwarmRuntime : DockerRuntime)(dockerClient(config.docker.host), config.docker, {
-              relays: (relays = new PreviewRelays(path.join(config.dataDir, 'previews'))),
-              databases: new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key),
-              redis: config.redisUrl ? new PreviewRedis(config.redisUrl, key) : null,
-            })
+          ? new (config.docker.mode === 'swarm' ? SwarmRuntime : DockerRuntime)(
+              dockerClient(config.docker.host),
+              { ...config.docker, namespaces: edgeNamespaces },
+              {
+                relays: (relays = new PreviewRelays(path.join(config.dataDir, 'previews'))),
+                databases: new PreviewDatabases(config.previewDatabaseUrl ?? dbUrl, key),
+                redis: config.redisUrl ? new PreviewRedis(config.redisUrl, key) : null,
+              },
+            )
           : simulated;
       // Swarm mode needs a manager to talk to: said at start, not at the first deploy.
       if (runtime instanceof SwarmRuntime) await runtime.localNode();
@@ -315,7 +322,7 @@ export function buildApp(config: Config, opts: BuildOptions = {}): Gateway {
         log,
         metrics,
         wakeTimeoutMs: config.docker.healthTimeoutMs,
-        edge: config.routerEdge === 'haproxy' ? { bin: config.haproxyBin, idleMs: config.routerEdgeIdleMs } : undefined,
+        edge: config.routerEdge === 'haproxy' ? { bin: config.haproxyBin, idleMs: config.routerEdgeIdleMs, namespaces: edgeNamespaces } : undefined,
       });
       routerUrl = await router.listen(config.routerPort, config.host);
       return url;

@@ -37,6 +37,8 @@ export interface Config {
   haproxyBin: string;
   /** How long a host HAProxy serves may go without a request (or an open connection) before the Node router takes it back. */
   routerEdgeIdleMs: number;
+  /** `auto`: HAProxy reaches an egg on this host in its own network namespace where it can (as root), not through its published port; `off`: always the published port. */
+  routerEdgeNamespaces: 'auto' | 'off';
   /** The PostgreSQL server where each preview gets a database and role of its own (docker runtime); null: the gateway's own. */
   previewDatabaseUrl: string | null;
   simBuildMs: number;
@@ -216,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     routerEdge: oneOf(env, 'HATCHERY_ROUTER_EDGE', ['node', 'haproxy'] as const, 'node'),
     haproxyBin: env.HATCHERY_HAPROXY_BIN || 'haproxy',
     routerEdgeIdleMs: int(env, 'HATCHERY_ROUTER_EDGE_IDLE_MS', 60_000, 1000, 86_400_000),
+    routerEdgeNamespaces: oneOf(env, 'HATCHERY_ROUTER_EDGE_NAMESPACES', ['auto', 'off'] as const, 'auto'),
     previewDatabaseUrl: env.HATCHERY_PREVIEW_DATABASE_URL || null,
     simBuildMs: int(env, 'HATCHERY_SIM_BUILD_MS', 2000, 0, 600_000),
     previewTtlMs: int(env, 'HATCHERY_PREVIEW_TTL_HOURS', 168, 1, 24 * 365) * 3600 * 1000,

@@ -1,12 +1,13 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readlinkSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log';
+import { mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf } from '../runtime/namespaces';
 import type { Endpoint } from '../runtime/runtime.port';
 
 /** One request HAProxy passed on, as its log line says: the deployment it went to (null: the Node router's fallback). */
@@ -28,6 +29,11 @@ export interface EdgeOptions {
   fallbackPort: number;
   log: Logger;
   onRequest(request: EdgeRequest): void;
+  /**
+   * Reach a replica in its own network namespace (Endpoint `inside`) rather than through its
+   * published port, where this process runs as root and HAProxy is built with namespace support.
+   */
+  namespaces?: boolean;
 }
 
 /** What a promoted host is served by: the deployment and where its replicas listen. */
@@ -91,6 +97,10 @@ export class HaproxyEdge {
   private readonly tag = `HATCHERY-EDGE-${randomBytes(12).toString('hex')}`;
   /** HAProxy's last alert, for the error when it does not start. */
   private lastAlert = '';
+  /** Whether replicas are reached in their own network namespaces (decided at start). */
+  private namespaces = false;
+  /** The names this edge gave namespaces (links in NAMED_NETNS_DIR). */
+  private readonly named = new Set<string>();
 
   constructor(private readonly opts: EdgeOptions) {}
 
@@ -120,6 +130,7 @@ export class HaproxyEdge {
     this.logServer = logServer;
     await new Promise<void>((done, fail) => logServer.once('error', fail).listen(0, '127.0.0.1', () => done()));
     this.logPort = (logServer.address() as net.AddressInfo).port;
+    this.namespaces = this.opts.namespaces === true && mayEnterNamespaces() && haproxyHasNamespaces(this.opts.bin);
     this.write(new Map());
     await this.spawnChild();
     return `http://${this.opts.host === '0.0.0.0' || this.opts.host === '::' ? '127.0.0.1' : this.opts.host}:${this.port}`;
@@ -215,6 +226,8 @@ export class HaproxyEdge {
     }
     if (this.logServer) await new Promise<void>((done) => this.logServer!.close(() => done()));
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+    for (const name of this.named) rmSync(path.join(NAMED_NETNS_DIR, name), { force: true });
+    this.named.clear();
   }
 
   /**
@@ -292,6 +305,8 @@ export class HaproxyEdge {
       .join('\n');
     const deployments = new Map<string, Endpoint[]>();
     for (const r of routes.values()) deployments.set(r.deploymentId, r.endpoints);
+    /** The namespace names this configuration uses: the others this edge made go once it is written. */
+    const used = new Set<string>();
     const backends = [...deployments].map(([id, endpoints]) =>
       [
         `backend ${backendOf(id)}`,
@@ -302,7 +317,7 @@ export class HaproxyEdge {
         '  option redispatch 1',
         // A replica that fails is out of rotation (checked again every 250 ms); with none left the Node router waits for the egg, as without the edge.
         ...endpoints.map(
-          (e, i) => `  server r${i} ${e.host}:${e.port} check inter 10s downinter 250ms fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down`,
+          (e, i) => `  server r${i} ${this.addressOf(e, used)} check inter 10s downinter 250ms fall 1 rise 1 observe layer4 error-limit 1 on-error mark-down`,
         ),
         `  server node 127.0.0.1:${this.opts.fallbackPort} backup`,
       ].join('\n'),
@@ -359,6 +374,37 @@ export class HaproxyEdge {
     };
     swap('hosts.map', map ? `${map}\n` : '');
     swap('haproxy.cfg', cfg);
+    // HAProxy holds the namespaces of the configuration it runs (it opened them as it read it): a link no configuration names can go.
+    for (const name of [...this.named].filter((n) => !used.has(n))) {
+      rmSync(path.join(NAMED_NETNS_DIR, name), { force: true });
+      this.named.delete(name);
+    }
+  }
+
+  /**
+   * A server's address in HAProxy's terms: in the replica's own network namespace (on its
+   * loopback) when that namespace is still the one the runtime saw, else the published port.
+   */
+  private addressOf(e: Endpoint, used: Set<string>): string {
+    const inside = e.inside;
+    if (!this.namespaces || !inside || netnsOf(inside.pid) !== inside.netns) return `${e.host}:${e.port}`;
+    // HAProxy opens a namespace by name (NAMED_NETNS_DIR/<name>): a link to the process's own, named after this edge and the pid.
+    const name = `hatchery-${this.tag.slice(-8).toLowerCase()}-${inside.pid}`;
+    const link = path.join(NAMED_NETNS_DIR, name);
+    const target = `/proc/${inside.pid}/ns/net`;
+    try {
+      if (!this.named.has(name) || readlinkSync(link) !== target) {
+        mkdirSync(NAMED_NETNS_DIR, { recursive: true });
+        rmSync(link, { force: true });
+        symlinkSync(target, link);
+        this.named.add(name);
+      }
+    } catch (err) {
+      this.opts.log.warn({ err }, 'router: a replica cannot be reached in its own network namespace; HAProxy uses its published port');
+      return `${e.host}:${e.port}`;
+    }
+    used.add(name);
+    return `127.0.0.1:${inside.port} namespace ${name}`;
   }
 }
 
@@ -366,8 +412,31 @@ function sameRoutes(a: ReadonlyMap<string, EdgeRoute>, b: ReadonlyMap<string, Ed
   if (a.size !== b.size) return false;
   for (const [host, r] of a) {
     const o = b.get(host);
-    if (!o || o.deploymentId !== r.deploymentId || o.endpoints.length !== r.endpoints.length) return false;
-    if (o.endpoints.some((e, i) => e.host !== r.endpoints[i].host || e.port !== r.endpoints[i].port)) return false;
+    if (!o || o.deploymentId !== r.deploymentId || !sameEndpoints(o.endpoints, r.endpoints)) return false;
   }
   return true;
+}
+
+/** The same replicas at the same places (published port, and namespace if known). */
+export function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every(
+      (e, i) =>
+        e.host === b[i].host &&
+        e.port === b[i].port &&
+        e.inside?.pid === b[i].inside?.pid &&
+        e.inside?.netns === b[i].inside?.netns &&
+        e.inside?.port === b[i].inside?.port,
+    )
+  );
+}
+
+/** Is this HAProxy built with network namespace support (`namespace` on a server line)? */
+export function haproxyHasNamespaces(bin: string): boolean {
+  try {
+    return /Built with network namespace support/.test(execFileSync(bin, ['-vv'], { encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }));
+  } catch {
+    return false;
+  }
 }

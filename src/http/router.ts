@@ -8,7 +8,7 @@ import type { Metrics } from '../metrics';
 import { parseHostLabel } from '../modules/apps/hosts';
 import type { DeploymentsService, EggRoute } from '../modules/deployments/deployments.service';
 import type { Endpoint, Runtime } from '../runtime/runtime.port';
-import { EdgeRoute, HaproxyEdge } from './edge';
+import { EdgeRoute, HaproxyEdge, sameEndpoints } from './edge';
 
 export interface RouterOptions {
   appsDomain: string;
@@ -26,7 +26,7 @@ export interface RouterOptions {
    * HAProxy in front (`bin`: its executable): hosts resolved to an awake egg are served by it
    * directly, everything else by this router behind it (src/http/edge.ts). Needs routeCacheMs > 0.
    */
-  edge?: { bin: string; idleMs?: number };
+  edge?: { bin: string; idleMs?: number; namespaces?: boolean };
 }
 
 export interface Router {
@@ -424,6 +424,7 @@ export function createRouter(opts: RouterOptions): Router {
           port,
           fallbackPort: address.port,
           log: opts.log,
+          namespaces: opts.edge.namespaces,
           onRequest(r) {
             if (r.deploymentId === null) return;
             touched.add(r.deploymentId);
@@ -459,8 +460,4 @@ export function createRouter(opts: RouterOptions): Router {
       await opts.deployments.touch(ids).catch(() => undefined);
     },
   };
-}
-
-function sameEndpoints(a: Endpoint[], b: Endpoint[]): boolean {
-  return a.length === b.length && a.every((e, i) => e.host === b[i].host && e.port === b[i].port);
 }

@@ -35,6 +35,14 @@ export interface EggSpec {
 export interface Endpoint {
   host: string;
   port: number;
+  /**
+   * Where the same replica listens in its own network namespace, when it runs on this host and
+   * the runtime was asked to say (`namespaces`): a process of it by host pid, that namespace's
+   * identity when it was read (src/runtime/namespaces.ts `netnsOf`), and the egg's port there. A
+   * router that may enter the namespace connects to 127.0.0.1:port in it, skipping the published
+   * port's proxy; it checks the identity first, as the process may be gone.
+   */
+  inside?: { pid: number; netns: number; port: number };
 }
 
 export interface RunHooks {

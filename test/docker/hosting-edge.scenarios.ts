@@ -1,5 +1,7 @@
 import WebSocket from 'ws';
 import { until } from '../crons/helpers';
+import { haproxyHasNamespaces } from '../../src/http/edge';
+import { mayEnterNamespaces } from '../../src/runtime/namespaces';
 import { eggFiles, HostingContext } from './hosting.suite';
 
 /** The router's requests by what served them, and the hosts HAProxy serves now, from GET /metrics. */
@@ -11,13 +13,13 @@ async function served(gatewayUrl: string): Promise<{ edge: number; node: number;
   return { edge: sum('edge'), node: sum('node'), hosts: hosts ? Number(hosts[1]) : 0 };
 }
 
-/** An egg that answers with the X-Forwarded headers it got, and holds a WebSocket open. */
+/** An egg that answers with the X-Forwarded headers it got and the address the connection came from, and holds a WebSocket open. */
 const HEADERS_EGG = `
 const http = require('http');
 const crypto = require('crypto');
 const server = http.createServer((req, res) => {
   res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify({ for: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], host: req.headers['x-forwarded-host'], port: req.headers['x-forwarded-port'] }));
+  res.end(JSON.stringify({ for: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], host: req.headers['x-forwarded-host'], port: req.headers['x-forwarded-port'], remote: req.socket.remoteAddress }));
 });
 server.on('upgrade', (req, socket) => {
   const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
@@ -87,7 +89,7 @@ export function edgeScenarios(ctx: () => HostingContext): void {
     await until('HAProxy to serve it again', async () => (await served(gateway.url)).hosts > 0);
   }, 120_000);
 
-  it('the egg gets the X-Forwarded headers through HAProxy as through the Node router', async () => {
+  it('the egg gets the X-Forwarded headers through HAProxy as through the Node router; HAProxy reaches it in its own network namespace, not through its published port', async () => {
     const { gateway, newEgg, deployFiles, get, hostOf } = ctx();
     const slug = await newEgg();
     await gateway.services.apps.setTier(slug, 'always_on');
@@ -101,7 +103,12 @@ export function edgeScenarios(ctx: () => HostingContext): void {
       return (await served(gateway.url)).edge > before && JSON.parse(r.body);
     });
     // The port is the Host header's, 80 without one (as http-proxy-3 says it).
-    for (const seen of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
+    for (const { remote: _remote, ...seen } of [viaNode, viaEdge]) expect(seen).toEqual({ for: '127.0.0.1', proto: 'http', host: hostOf(slug), port: '80' });
+    // The Node router goes through the published port, whose proxy connects from the bridge; HAProxy (as root, built with
+    // namespace support: CI's) from the egg's own loopback.
+    expect(viaNode.remote).not.toMatch(/(^|:)127\.0\.0\.1$/);
+    if (mayEnterNamespaces() && haproxyHasNamespaces('haproxy')) expect(viaEdge.remote).toMatch(/(^|:)127\.0\.0\.1$/);
+    else expect(viaEdge.remote).toBe(viaNode.remote);
   }, 120_000);
 
   it('a WebSocket open through HAProxy keeps a free egg awake, across a reload of HAProxy; once closed, the egg sleeps', async () => {

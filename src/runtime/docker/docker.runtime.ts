@@ -23,6 +23,7 @@ import {
   Runtime,
 } from '../runtime.port';
 import { FollowedLines, lineSplitter, parseTimestamped } from './lines';
+import { netnsOf, pidOfContainer } from '../namespaces';
 import { PreviewDatabases } from './preview-databases';
 import { PreviewRedis } from './preview-redis';
 import { PreviewRelays, RELAY_MOUNT, RelayTargets, REDIS_SOCKET } from './preview-relays';
@@ -59,6 +60,11 @@ export interface DockerRuntimeOptions {
   restartBackoffMs?: { min: number; max: number };
   /** How long a superseded container keeps running for the requests already sent to it. */
   drainMs?: number;
+  /**
+   * Say where each replica listens in its own network namespace (Endpoint `inside`), for a router
+   * on this host that may enter it (HAProxy in front, as root).
+   */
+  namespaces?: boolean;
   /** How old a volume's measured size may be when read (GET volume). */
   volumeUsageMaxAgeMs?: number;
 }
@@ -548,15 +554,44 @@ export class DockerRuntime implements Runtime {
     };
   }
 
-  /** Where the deployment's replicas answer now: the running ones' published ports. */
+  /**
+   * Where the deployment's replicas answer now: the running ones' published ports; with
+   * `namespaces`, also where each listens in its own network namespace, if it runs on this host.
+   */
   async endpoints(deploymentId: string): Promise<Endpoint[]> {
     const found: Endpoint[] = [];
     for (const c of await this.containersOf(deploymentId)) {
       if (c.State !== 'running') continue;
       const port = c.Ports.find((p) => p.PrivatePort === EGG_PORT && p.PublicPort)?.PublicPort;
-      if (port) found.push({ host: '127.0.0.1', port });
+      if (!port) continue;
+      const inside = this.opts.namespaces ? await this.insideOf(c.Id) : null;
+      found.push(inside ? { host: '127.0.0.1', port, inside } : { host: '127.0.0.1', port });
     }
     return found;
+  }
+
+  /** Host pids of running containers, by container id: read once from the Engine, checked against /proc on every use (a restart gives a new one). */
+  private readonly pids = new Map<string, number>();
+
+  /** The container's own network namespace, if its process runs on this host and can be seen from here. */
+  private async insideOf(containerId: string): Promise<Endpoint['inside'] | null> {
+    let pid = this.pids.get(containerId);
+    if (pid === undefined || !pidOfContainer(pid, containerId)) {
+      pid = await this.docker
+        .getContainer(containerId)
+        .inspect()
+        .then((info) => info.State.Pid)
+        .catch(() => 0);
+      if (!pidOfContainer(pid, containerId)) {
+        this.pids.delete(containerId);
+        return null;
+      }
+      // (Bounded: the ids of removed containers go once a few hundred are known.)
+      if (this.pids.size >= 512) this.pids.clear();
+      this.pids.set(containerId, pid);
+    }
+    const netns = netnsOf(pid);
+    return netns === null ? null : { pid, netns, port: EGG_PORT };
   }
 
   /**
