@@ -158,11 +158,13 @@ export class HaproxyEdge {
     child.on('exit', (code, signal) => {
       for (const waiting of this.loaded.splice(0)) waiting(false, `exited (${code ?? signal})`);
       if (this.closed || !serving) return;
-      // Started once, then gone (killed, crashed): started again on the routes it had, after a moment.
+      // Started once, then gone (killed, crashed): started again on the routes it had, after a moment (written again: a
+      // replica's namespace may be gone meanwhile, and HAProxy does not start on a namespace it cannot open).
       this.opts.log.error({ code, signal }, 'router: HAProxy exited; starting it again');
       setTimeout(() => {
-        if (!this.closed)
-          this.spawnChild().catch((err: unknown) => this.opts.log.error({ err }, 'router: HAProxy did not start again; requests to the router fail'));
+        if (this.closed) return;
+        this.write(this.routes);
+        this.spawnChild().catch((err: unknown) => this.opts.log.error({ err }, 'router: HAProxy did not start again; requests to the router fail'));
       }, 500).unref();
     });
     await started;

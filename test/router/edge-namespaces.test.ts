@@ -6,10 +6,11 @@
  * answers says which way HAProxy went. No Docker needed; root and HAProxy built with namespace
  * support are (CI has both).
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
+import { until } from '../crons/helpers';
 import { createLogger } from '../../src/log';
 import { EdgeRoute, HaproxyEdge, haproxyHasNamespaces } from '../../src/http/edge';
 import { mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf, pidOfContainer } from '../../src/runtime/namespaces';
@@ -122,6 +123,38 @@ describeNamespaces('HAProxy in front reaches a replica in its own network namesp
       await edge.close();
     }
     expect(linksFor(child.pid!)).toHaveLength(0);
+  }, 30_000);
+
+  it('HAProxy killed after the replica’s process went: started again, on the published port (it would not start on a namespace it cannot open)', async () => {
+    const gone = await inNamespace(published.port);
+    const { edge, url } = await start(true);
+    try {
+      await edge.apply(
+        new Map([
+          [
+            'egg.test',
+            {
+              deploymentId: 'dep_gone',
+              endpoints: [{ host: '127.0.0.1', port: published.port, inside: { pid: gone.pid!, netns: netnsOf(gone.pid!)!, port: published.port } }],
+            },
+          ],
+        ]),
+      );
+      expect(await through(url, 'egg.test')).toBe('inside');
+      await new Promise((done) => gone.once('exit', done).kill('SIGKILL'));
+      const master = Number(
+        execFileSync('pgrep', ['-P', String(process.pid), '-x', 'haproxy'], { encoding: 'utf8' })
+          .trim()
+          .split('\n')[0],
+      );
+      process.kill(master, 'SIGKILL');
+      // Started again within a second or so; until then the port refuses.
+      const body = await until('HAProxy started again', () => through(url, 'egg.test').catch(() => null), 1_000_000);
+      expect(body).toBe('published');
+      expect(linksFor(gone.pid!)).toHaveLength(0);
+    } finally {
+      await edge.close();
+    }
   }, 30_000);
 
   it('with namespaces off (HATCHERY_ROUTER_EDGE_NAMESPACES=off), always the published port', async () => {
