@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readlinkSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -131,6 +131,7 @@ export class HaproxyEdge {
     await new Promise<void>((done, fail) => logServer.once('error', fail).listen(0, '127.0.0.1', () => done()));
     this.logPort = (logServer.address() as net.AddressInfo).port;
     this.namespaces = this.opts.namespaces === true && mayEnterNamespaces() && haproxyHasNamespaces(this.opts.bin);
+    if (this.namespaces) sweepDeadLinks();
     this.write(new Map());
     await this.spawnChild();
     return `http://${this.opts.host === '0.0.0.0' || this.opts.host === '::' ? '127.0.0.1' : this.opts.host}:${this.port}`;
@@ -395,12 +396,12 @@ export class HaproxyEdge {
     const link = path.join(NAMED_NETNS_DIR, name);
     const target = `/proc/${inside.pid}/ns/net`;
     try {
-      if (!this.named.has(name) || readlinkSync(link) !== target) {
+      if (linkTarget(link) !== target) {
         mkdirSync(NAMED_NETNS_DIR, { recursive: true });
         rmSync(link, { force: true });
         symlinkSync(target, link);
-        this.named.add(name);
       }
+      this.named.add(name);
     } catch (err) {
       this.opts.log.warn({ err }, 'router: a replica cannot be reached in its own network namespace; HAProxy uses its published port');
       return `${e.host}:${e.port}`;
@@ -432,6 +433,33 @@ export function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): b
         e.inside?.port === b[i].inside?.port,
     )
   );
+}
+
+/** Where a link points, or null if there is none. */
+function linkTarget(link: string): string | null {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Removes the namespace links of edges whose process is gone (a gateway killed before it could
+ * remove its own): a link to no namespace serves no one, and an edge that needs one makes it again.
+ */
+function sweepDeadLinks(): void {
+  let names: string[];
+  try {
+    names = readdirSync(NAMED_NETNS_DIR);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!/^hatchery-[0-9a-f]{8}-\d+$/.test(name)) continue;
+    const link = path.join(NAMED_NETNS_DIR, name);
+    if (linkTarget(link) !== null && !existsSync(link)) rmSync(link, { force: true });
+  }
 }
 
 /** Is this HAProxy built with network namespace support (`namespace` on a server line)? */

@@ -7,7 +7,8 @@
  * support are (CI has both).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { until } from '../crons/helpers';
@@ -53,6 +54,14 @@ async function through(url: string, host: string): Promise<string> {
       .on('error', fail);
   });
 }
+
+const readlinkOrNull = (link: string): string | null => {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return null;
+  }
+};
 
 /** The links this edge made for namespaces (named hatchery-<edge>-<pid>). */
 const linksFor = (pid: number) =>
@@ -154,6 +163,37 @@ describeNamespaces('HAProxy in front reaches a replica in its own network namesp
       expect(linksFor(gone.pid!)).toHaveLength(0);
     } finally {
       await edge.close();
+    }
+  }, 30_000);
+
+  it('links left by an edge whose gateway was killed (to a process gone) are removed at start, others kept; its own link removed meanwhile is made again', async () => {
+    mkdirSync(NAMED_NETNS_DIR, { recursive: true });
+    const dead = path.join(NAMED_NETNS_DIR, `hatchery-deadbeef-${2 ** 30}`);
+    const alive = path.join(NAMED_NETNS_DIR, `hatchery-cafecafe-${child.pid}`);
+    for (const [link, pid] of [
+      [dead, 2 ** 30],
+      [alive, child.pid!],
+    ] as const) {
+      rmSync(link, { force: true });
+      symlinkSync(`/proc/${pid}/ns/net`, link);
+    }
+    const { edge, url } = await start(true);
+    try {
+      expect(readlinkOrNull(dead)).toBeNull();
+      expect(readlinkOrNull(alive)).toBe(`/proc/${child.pid}/ns/net`);
+      await edge.apply(route(netnsOf(child.pid!)));
+      expect(await through(url, 'egg.test')).toBe('inside');
+      const [own] = linksFor(child.pid!).filter((n) => !n.startsWith('hatchery-cafecafe-'));
+      rmSync(path.join(NAMED_NETNS_DIR, own));
+      // Another host added: the configuration is written again, with the link made again.
+      await edge.apply(
+        new Map([...route(netnsOf(child.pid!)), ['other.test', { deploymentId: 'dep_other', endpoints: [{ host: '127.0.0.1', port: published.port }] }]]),
+      );
+      expect(await through(url, 'egg.test')).toBe('inside');
+      expect(readlinkOrNull(path.join(NAMED_NETNS_DIR, own))).toBe(`/proc/${child.pid}/ns/net`);
+    } finally {
+      await edge.close();
+      rmSync(alive, { force: true });
     }
   }, 30_000);
 
