@@ -22,7 +22,7 @@ import { docker, dockerHere } from '../support/docker';
       tmp: tmpdir(),
       load: { connections: 2, seconds: 1, warmup: 0 },
       log: (line) => lines.push(line),
-      settings: { runs: 1, wakes: 1, eggs: 2, idleSeconds: 1, deployConcurrency: 2 },
+      settings: { runs: 1, wakes: 1, eggs: 2, idleSeconds: 1, deployConcurrency: 2, routerRounds: 2 },
     }));
   }, 300_000);
 
@@ -69,6 +69,15 @@ import { docker, dockerHere } from '../support/docker';
     expect(raw.wake.gatewayMs).toHaveLength(1);
     expect(raw.wake.baselineMs).toHaveLength(1);
     expect(raw.router.http.router.requests).toBeGreaterThan(0);
+    // BENCH_ROUTER_ROUNDS: each routed load between two straight ones; the row is the median round's, with the range.
+    expect(raw.router.http.rounds).toHaveLength(2);
+    expect(raw.router.http.straight).toHaveLength(3);
+    const tput = row('Runtime: HTTP through the router vs straight to the container: throughput');
+    const ratios = (raw.router.http.rounds as Array<{ routed: { rps: number }; straight: { rps: number } }>).map((m) => m.routed.rps / m.straight.rps);
+    expect(tput.range).toEqual([Math.min(...ratios), Math.max(...ratios)]);
+    expect(ratios).toContain(tput.ratio);
+    // HAProxy in the egg's own network namespace where the gateway may enter it (CI runs as root, with Debian's HAProxy).
+    expect(raw.router.namespaces).toEqual(process.env.CI === 'true' ? true : expect.any(Boolean));
     expect(raw.router.ws.router.messages).toBeGreaterThan(0);
     // HAProxy in front where it is installed (CI installs it), as `npm run bench` measures it.
     expect(raw.router.edge).toEqual(process.env.CI === 'true' ? 'haproxy' : expect.stringMatching(/^(haproxy|node)$/));
