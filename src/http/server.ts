@@ -22,6 +22,7 @@ import { registerExplorer } from './explorer';
 import { fastGraphQL } from './graphql-fast';
 import { OperationGuard, OperationLimits } from '../graphql/limits';
 import { checkedOperation, limitsPlugin, quietOversizedMessages, registerOperationLimits, wsLimits } from './limits';
+import { operationIdGate } from './ws-operation-ids';
 import { OperationRequest } from '../graphql/limits';
 import { capConnectionsPerClient, clientErrorHandler, malformedRequest } from './connections';
 import { ownMessageBuffers, sharedPayloads } from './ws-payloads';
@@ -312,6 +313,8 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const wss = new WebSocketServer({ server: app.server, path: GRAPHQL_PATH, maxPayload: deps.limits.bodyLimitBytes });
   const wsLimit = wsLimits({ guard, limiter, maxOperations: deps.limits.wsMaxSubscriptions, trust });
   quietOversizedMessages(wss, deps.log);
+  // An id completed and subscribed again at once: the new subscription waits for the old one to end (see ws-operation-ids.ts).
+  const operationIds = operationIdGate(wss);
   ownMessageBuffers(wss);
   const payloads = sharedPayloads(wss);
   const documents = sharedDocuments(deps.schema);
@@ -354,6 +357,7 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
       // A subscriber's live results written straight to its socket while it keeps up.
       subscribe: sharedSubscribe({ direct: (args) => writers.get(args.contextValue as Context)?.() ?? null }),
       onConnect: async (ctx) => {
+        operationIds.attach(ctx);
         if (!(await wsLimit.connectAllowed(ctx))) {
           ctx.extra.socket.close(4429, 'Too many requests');
           return false;
@@ -392,9 +396,15 @@ export async function createHttpServer(deps: HttpDeps): Promise<HttpServer> {
           ? { ...result, errors: result.errors.map((e) => formatWs(ctx, e instanceof GraphQLError ? e.toJSON() : e, e)) }
           : payloads.next(ctx.extra.socket, id, result);
       },
-      onError: (ctx, _id, _payload, errors) => errors.map((e) => formatWs(ctx, e.toJSON(), e)),
+      onError: (ctx, id, _payload, errors) => {
+        operationIds.ended(ctx, id);
+        return errors.map((e) => formatWs(ctx, e.toJSON(), e));
+      },
       onOperation: wsMetrics.onOperation,
-      onComplete: wsMetrics.onComplete,
+      onComplete: (ctx, id) => {
+        operationIds.ended(ctx, id);
+        wsMetrics.onComplete(ctx, id);
+      },
       onClose: wsMetrics.onClose,
     },
     wss,
