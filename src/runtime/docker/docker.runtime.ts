@@ -573,21 +573,32 @@ export class DockerRuntime implements Runtime {
   /** Host pids of running containers, by container id: read once from the Engine, checked against /proc on every use (a restart gives a new one). */
   private readonly pids = new Map<string, number>();
 
+  /**
+   * Running containers whose process was not to be seen from here (an Engine on another host), and
+   * until when they are not inspected again (a minute: a process that died as it was read gets its
+   * chance once restarted).
+   */
+  private readonly foreign = new Map<string, number>();
+
   /** The container's own network namespace, if its process runs on this host and can be seen from here. */
   private async insideOf(containerId: string): Promise<Endpoint['inside'] | null> {
+    if ((this.foreign.get(containerId) ?? 0) > Date.now()) return null;
     let pid = this.pids.get(containerId);
     if (pid === undefined || !pidOfContainer(pid, containerId)) {
-      pid = await this.docker
+      const info = await this.docker
         .getContainer(containerId)
         .inspect()
-        .then((info) => info.State.Pid)
-        .catch(() => 0);
+        .catch(() => null);
+      pid = info?.State.Pid ?? 0;
+      // (Both bounded: the ids of removed containers go once a few hundred are known.)
+      if (this.pids.size >= 512) this.pids.clear();
+      if (this.foreign.size >= 512) this.foreign.clear();
       if (!pidOfContainer(pid, containerId)) {
         this.pids.delete(containerId);
+        // Running with a pid this host does not show as the container's: not this host's process.
+        if (info?.State.Running && pid > 0) this.foreign.set(containerId, Date.now() + 60_000);
         return null;
       }
-      // (Bounded: the ids of removed containers go once a few hundred are known.)
-      if (this.pids.size >= 512) this.pids.clear();
       this.pids.set(containerId, pid);
     }
     const netns = netnsOf(pid);
