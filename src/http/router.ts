@@ -98,11 +98,14 @@ export function createRouter(opts: RouterOptions): Router {
    */
   const routes = new Map<string, { at: number; route: EggRoute }>();
 
+  /** The deployments with connections open through the edge at its last reading (kept when a reading fails). */
+  let edgeOpen = new Map<string, number>();
   const flush = setInterval(() => {
     for (const [host, cached] of routes) if (Date.now() - cached.at >= routeCacheMs) routes.delete(host);
     void (async () => {
       // Connections open through the edge (WebSockets, long requests) keep their eggs awake, as those through this router do.
-      const open = edge ? await edge.busy().catch(() => new Map<string, number>()) : new Map<string, number>();
+      // A reading that fails (HAProxy busy, reloading) counts what the last one saw: an open WebSocket must not let its egg sleep.
+      const open = edge ? (edgeOpen = await edge.busy().catch(() => edgeOpen)) : new Map<string, number>();
       for (const id of open.keys()) if (edgeSeen.has(id)) edgeSeen.set(id, Date.now());
       const ids = [...new Set([...touched, ...sockets.keys(), ...open.keys()])];
       touched.clear();

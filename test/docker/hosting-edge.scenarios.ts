@@ -136,13 +136,13 @@ export function edgeScenarios(ctx: () => HostingContext): void {
           [live.id],
         )
       )[0];
-    // The gateway records the open connection as activity, again and again, past the sleep time (1.5 s).
+    // The gateway records the open connection as activity, again and again, past the sleep time (2.5 s).
     await until(
       'activity recorded past the sleep time',
       async () => {
         const r = await row();
         expect(r.slept_at).toBeNull();
-        return r.last_request_at !== null && r.last_request_at.getTime() > opened + 2000;
+        return r.last_request_at !== null && r.last_request_at.getTime() > opened + 3000;
       },
       1_000_000,
     );

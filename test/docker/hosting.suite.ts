@@ -149,7 +149,7 @@ export function hostingSuite(name: string, env: Record<string, string>, more?: (
         HATCHERY_NODE_IMAGE: base,
         HATCHERY_APPS_DOMAIN: domain,
         HATCHERY_HEALTH_TIMEOUT_MS: '30000',
-        HATCHERY_SLEEP_AFTER_MS: '1500',
+        HATCHERY_SLEEP_AFTER_MS: '2500',
         HATCHERY_VOLUME_USAGE_MAX_AGE_MS: '0',
         ...env,
       });

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { DockerRuntime, EGG_PORT, imageTag, LABELS, volumeName } from '../../src/runtime/docker/docker.runtime';
+import { mayEnterNamespaces, netnsOf, pidOfContainer } from '../../src/runtime/namespaces';
 import { EggSpec, LogSink } from '../../src/runtime/runtime.port';
 import { describeDocker, docker, ensureNodeImage, sourceArchive } from '../support/docker';
 
@@ -168,6 +169,18 @@ describeDocker('the Docker runtime (real Engine)', () => {
       expect(adopted.lines.filter((l) => l.message === 'request /hello' || l.message === 'booting v1')).toEqual([]);
       expect(await get(s.deploymentId)).toBe('hello v1 rt-egg\n');
       expect(await containers(s.deploymentId)).toHaveLength(1);
+
+      // With `namespaces` (HAProxy in front, as root), a replica also says where it listens in its own network namespace.
+      expect((await runtime.endpoints(s.deploymentId))[0].inside).toBeUndefined();
+      const [container] = await containers(s.deploymentId);
+      const [endpoint] = await new DockerRuntime(d, { nodeImage: base, buildTimeoutMs: 1000, healthTimeoutMs: 1000, namespaces: true }).endpoints(
+        s.deploymentId,
+      );
+      if (mayEnterNamespaces()) {
+        expect(endpoint.inside).toEqual({ pid: expect.any(Number), netns: expect.any(Number), port: EGG_PORT });
+        expect(pidOfContainer(endpoint.inside!.pid, container.Id)).toBe(true);
+        expect(endpoint.inside!.netns).not.toBe(netnsOf(process.pid));
+      }
       // Stopped for good (superseded, deleted): no container is left.
       await again.stop();
       expect(await containers(s.deploymentId)).toEqual([]);

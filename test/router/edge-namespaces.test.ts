@@ -12,7 +12,9 @@ import path from 'node:path';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { until } from '../crons/helpers';
+import type Docker from 'dockerode';
 import { createLogger } from '../../src/log';
+import { DockerRuntime, EGG_PORT } from '../../src/runtime/docker/docker.runtime';
 import { EdgeRoute, HaproxyEdge, haproxyHasNamespaces } from '../../src/http/edge';
 import { mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf, pidOfContainer } from '../../src/runtime/namespaces';
 import { haproxyHere } from '../support/haproxy-describe';
@@ -75,6 +77,22 @@ describe('network namespaces, read from /proc', () => {
     expect(pidOfContainer(process.pid, 'a'.repeat(64))).toBe(false);
     // Only a container id of 64 hex digits is looked for: never a substring any cgroup path has.
     expect(pidOfContainer(process.pid, '/')).toBe(false);
+  });
+});
+
+describe('the Docker runtime’s endpoints with namespaces, on an Engine whose processes this host does not show', () => {
+  it('gives the published port only, and does not inspect the container again for a minute', async () => {
+    const id = 'f'.repeat(64);
+    let inspected = 0;
+    const engine = {
+      listContainers: () => Promise.resolve([{ Id: id, State: 'running', Labels: {}, Ports: [{ PrivatePort: EGG_PORT, PublicPort: 45678, Type: 'tcp' }] }]),
+      // A running container whose pid here is this test's own process: not the container's (its cgroup does not name it).
+      getContainer: () => ({ inspect: () => (inspected++, Promise.resolve({ State: { Running: true, Pid: process.pid } })) }),
+    } as unknown as Docker;
+    const runtime = new DockerRuntime(engine, { nodeImage: 'x', buildTimeoutMs: 1000, healthTimeoutMs: 1000, namespaces: true });
+    expect(await runtime.endpoints('dep_far')).toEqual([{ host: '127.0.0.1', port: 45678 }]);
+    expect(await runtime.endpoints('dep_far')).toEqual([{ host: '127.0.0.1', port: 45678 }]);
+    expect(inspected).toBe(1);
   });
 });
 
