@@ -27,7 +27,7 @@ import { bareInsert, ingestMessage, startBaselineHttp, startBaselineWs } from '.
 import { DRAIN, drainPhase } from './drain';
 import { autocannon as loadTarget, children, HttpResult, HttpTarget, startLoad } from './load-process';
 import { runtimePhase } from './runtime';
-import { num, Row } from './settings';
+import { medianRound, num, Row } from './settings';
 import { checkOpenFiles, mergeReports, split, StreamReport } from './subscribers';
 import { selfSignedCert } from '../test/support/tls';
 import { POSTGRAPHILE_LIST, startMercurius, startPostGraphile } from './peers';
@@ -316,12 +316,7 @@ async function httpPhase(gatewayUrl: string, baselineUrl: string, token: string)
     baselines.push(await autocannon(`baseline (Fastify + pg), again${of(i)}`, base));
     measured.push({ rest, graphql, graphqlThroughApollo, baseline: averaged(baselines[i], baselines[i + 1]) });
   }
-  /** The round whose `ratio` is the median (the lower middle one of an even count), and the range of the ratio over the rounds. */
-  const median = (ratio: (r: HttpRound) => number): { round: HttpRound; ratio: number; range?: [number, number] } => {
-    const sorted = [...measured].sort((a, b) => ratio(a) - ratio(b));
-    const round = sorted[Math.floor((sorted.length - 1) / 2)];
-    return { round, ratio: ratio(round), range: rounds > 1 ? [ratio(sorted[0]), ratio(sorted[sorted.length - 1])] : undefined };
-  };
+  const median = (ratio: (r: HttpRound) => number) => medianRound(measured, ratio);
   const throughput = {
     rest: median((r) => r.rest.rps / r.baseline.rps),
     graphql: median((r) => r.graphql.rps / r.baseline.rps),

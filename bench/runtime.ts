@@ -43,7 +43,7 @@ import { mayEnterNamespaces } from '../src/runtime/namespaces';
 import { haproxyInstalled } from '../test/support/haproxy';
 import { docker as engine, ensureNodeImage, sourceArchive } from '../test/support/node-image';
 import { autocannon, LoadSettings, startLoad } from './load-process';
-import { num, Row } from './settings';
+import { medianRound, num, Row } from './settings';
 
 export const RUNTIME = {
   /** Deploys (1) and rebuilds (2) measured, each side; the median is reported. */
@@ -595,14 +595,8 @@ export async function runtimePhase(ctx: RuntimeContext): Promise<{ rows: Row[]; 
       const [b, a] = straights.slice(-2);
       measured.push({ routed: routedRound, straight: { rps: (b.rps + a.rps) / 2, p99: (b.latency.p99 + a.latency.p99) / 2 } });
     }
-    /** The round whose ratio is the median (the lower middle one of an even count), and the range over the rounds. */
-    const medianRound = (ratio: (m: (typeof measured)[number]) => number) => {
-      const sorted = [...measured].sort((x, y) => ratio(x) - ratio(y));
-      const round = sorted[Math.floor((sorted.length - 1) / 2)];
-      return { round, range: rounds > 1 ? ([ratio(sorted[0]), ratio(sorted[sorted.length - 1])] as [number, number]) : undefined };
-    };
-    const tput = medianRound((m) => m.routed.rps / m.straight.rps);
-    const tail = medianRound((m) => m.routed.latency.p99 / Math.max(m.straight.p99, 1));
+    const tput = medianRound(measured, (m) => m.routed.rps / m.straight.rps);
+    const tail = medianRound(measured, (m) => m.routed.latency.p99 / Math.max(m.straight.p99, 1));
     const { routed, straight } = tput.round;
     log(`    the gateway's CPU per request routed: ${routed.gatewayCpuUsPerRequest} µs`);
     const wsEcho = async (label: string, wsUrl: string, headers?: Record<string, string>) => {

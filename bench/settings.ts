@@ -20,3 +20,13 @@ export type Row = {
   goal: string;
   met: boolean | null;
 };
+
+/**
+ * Of several rounds, the one whose `ratio` is the median (the lower middle one of an even count),
+ * that ratio, and its range over the rounds (none for a single round).
+ */
+export function medianRound<T>(rounds: readonly T[], ratio: (r: T) => number): { round: T; ratio: number; range?: [number, number] } {
+  const sorted = [...rounds].sort((a, b) => ratio(a) - ratio(b));
+  const round = sorted[Math.floor((sorted.length - 1) / 2)];
+  return { round, ratio: ratio(round), range: rounds.length > 1 ? [ratio(sorted[0]), ratio(sorted[sorted.length - 1])] : undefined };
+}

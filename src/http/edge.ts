@@ -1,13 +1,13 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync, renameSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log';
-import { mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf } from '../runtime/namespaces';
+import { linkTarget, mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf } from '../runtime/namespaces';
 import type { Endpoint } from '../runtime/runtime.port';
 
 /** One request HAProxy passed on, as its log line says: the deployment it went to (null: the Node router's fallback). */
@@ -433,15 +433,6 @@ export function sameEndpoints(a: readonly Endpoint[], b: readonly Endpoint[]): b
         e.inside?.port === b[i].inside?.port,
     )
   );
-}
-
-/** Where a link points, or null if there is none. */
-function linkTarget(link: string): string | null {
-  try {
-    return readlinkSync(link);
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { RawData, WebSocket, WebSocketServer } from 'ws';
+import { wsText } from './ws-text';
 
 /** What graphql-ws keeps of a connection that this needs: its running operations, by id. */
 interface OperationsOf {
@@ -55,7 +56,7 @@ export function operationIdGate(wss: WebSocketServer) {
   /** Passes a message on, or returns what it waits for before it is passed on. */
   const handle = (gate: SocketGate, data: RawData, pass: () => void): Promise<void> | undefined => {
     // Read only what may matter: a complete, or a subscribe while an operation is ending.
-    const text = gate.ctx ? textOf(data) : '';
+    const text = gate.ctx ? wsText(data) : '';
     const message = text.includes('"complete"') || (gate.ending.size > 0 && text.includes('"subscribe"')) ? parsed(text) : null;
     if (message && gate.ctx) {
       const { type, id } = message;
@@ -107,12 +108,6 @@ export function operationIdGate(wss: WebSocketServer) {
       if (ending) setImmediate(() => ending.end());
     },
   };
-}
-
-/** A message's text, as graphql-ws reads it. */
-function textOf(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString();
-  return Array.isArray(data) ? Buffer.concat(data).toString() : Buffer.from(data).toString();
 }
 
 /** The type and id of a graphql-ws message, or null (graphql-ws itself answers anything it cannot read). */

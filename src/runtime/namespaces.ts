@@ -4,7 +4,7 @@
  * userland proxy costs more CPU a request than the router itself). Linux only, and entering a
  * namespace takes root: anything that cannot be checked here is simply not offered.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
 
 /**
  * The identity of a process's network namespace (the inode of /proc/<pid>/ns/net), or null if
@@ -32,6 +32,15 @@ export function pidOfContainer(pid: number, containerId: string): boolean {
     return readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(containerId);
   } catch {
     return false;
+  }
+}
+
+/** Where a link (a namespace's name) points, or null if there is none. */
+export function linkTarget(link: string): string | null {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return null;
   }
 }
 

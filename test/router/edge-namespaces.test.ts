@@ -7,7 +7,7 @@
  * support are (CI has both).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -16,7 +16,7 @@ import type Docker from 'dockerode';
 import { createLogger } from '../../src/log';
 import { DockerRuntime, EGG_PORT } from '../../src/runtime/docker/docker.runtime';
 import { EdgeRoute, HaproxyEdge, haproxyHasNamespaces } from '../../src/http/edge';
-import { mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf, pidOfContainer } from '../../src/runtime/namespaces';
+import { linkTarget, mayEnterNamespaces, NAMED_NETNS_DIR, netnsOf, pidOfContainer } from '../../src/runtime/namespaces';
 import { haproxyHere } from '../support/haproxy-describe';
 
 const canEnter = haproxyHere && mayEnterNamespaces() && haproxyHasNamespaces('haproxy');
@@ -56,14 +56,6 @@ async function through(url: string, host: string): Promise<string> {
       .on('error', fail);
   });
 }
-
-const readlinkOrNull = (link: string): string | null => {
-  try {
-    return readlinkSync(link);
-  } catch {
-    return null;
-  }
-};
 
 /** The links this edge made for namespaces (named hatchery-<edge>-<pid>). */
 const linksFor = (pid: number) =>
@@ -197,8 +189,8 @@ describeNamespaces('HAProxy in front reaches a replica in its own network namesp
     }
     const { edge, url } = await start(true);
     try {
-      expect(readlinkOrNull(dead)).toBeNull();
-      expect(readlinkOrNull(alive)).toBe(`/proc/${child.pid}/ns/net`);
+      expect(linkTarget(dead)).toBeNull();
+      expect(linkTarget(alive)).toBe(`/proc/${child.pid}/ns/net`);
       await edge.apply(route(netnsOf(child.pid!)));
       expect(await through(url, 'egg.test')).toBe('inside');
       const [own] = linksFor(child.pid!).filter((n) => !n.startsWith('hatchery-cafecafe-'));
@@ -208,7 +200,7 @@ describeNamespaces('HAProxy in front reaches a replica in its own network namesp
         new Map([...route(netnsOf(child.pid!)), ['other.test', { deploymentId: 'dep_other', endpoints: [{ host: '127.0.0.1', port: published.port }] }]]),
       );
       expect(await through(url, 'egg.test')).toBe('inside');
-      expect(readlinkOrNull(path.join(NAMED_NETNS_DIR, own))).toBe(`/proc/${child.pid}/ns/net`);
+      expect(linkTarget(path.join(NAMED_NETNS_DIR, own))).toBe(`/proc/${child.pid}/ns/net`);
     } finally {
       await edge.close();
       rmSync(alive, { force: true });

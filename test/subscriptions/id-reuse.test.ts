@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { liveDeployment } from '../support/factories';
 import { startGateway, TestGateway } from '../support/gateway';
+import { wsText } from '../support/ws-text';
 
 /**
  * graphql-ws 6 lost a subscription whose id the client completed and subscribed again at once (the
@@ -14,7 +15,7 @@ function rawClient(url: string, token: string) {
   const seen: Array<{ id?: string; type: string; payload?: any }> = [];
   const waiters: Array<() => void> = [];
   socket.on('message', (data) => {
-    seen.push(JSON.parse((data as Buffer).toString()));
+    seen.push(JSON.parse(wsText(data)));
     for (const w of waiters.splice(0)) w();
   });
   const until = (what: string, test: (m: (typeof seen)[number]) => boolean, from = 0) =>
