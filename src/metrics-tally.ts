@@ -42,8 +42,7 @@ export class Tally {
    * only for a series not seen before. `value` counts towards the histogram (seconds).
    */
   add(key: string, labels: () => Record<string, string>, value = 0): void {
-    let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: labels(), count: 0, sum: 0, buckets: this.bounds.map(() => 0) }));
+    const s = this.series.get(key) ?? this.begin(key, labels());
     s.count += 1;
     s.sum += value;
     for (let i = 0; i < this.bounds.length; i++) {
@@ -52,6 +51,17 @@ export class Tally {
         break;
       }
     }
+  }
+
+  /** The series `key` shown from now on, at 0 until observed (so that rate() sees its first increase). */
+  start(key: string, labels: Record<string, string>): void {
+    this.begin(key, labels);
+  }
+
+  private begin(key: string, labels: Record<string, string>): Series {
+    let s = this.series.get(key);
+    if (!s) this.series.set(key, (s = { labels, count: 0, sum: 0, buckets: this.bounds.map(() => 0) }));
+    return s;
   }
 
   /** The observations' count by series, as a prom-client Counter shows it. */

@@ -107,12 +107,13 @@ export class Metrics {
       }
     },
   });
-  private readonly routerRequests = new Counter({
-    name: 'hatchery_router_requests_total',
-    help: 'Requests (WebSocket upgrades included) the router passed to eggs, by what served them (edge: HAProxy, node: the Node router) and status class.',
-    labelNames: ['via', 'status_class'] as const,
-    registers: [this.registry],
-  });
+  /** One for each request routed (thousands a second through HAProxy): tallied, as the HTTP requests are. */
+  private readonly routerRequests = this.register(new Tally(), (t) =>
+    t.counter(
+      'hatchery_router_requests_total',
+      'Requests (WebSocket upgrades included) the router passed to eggs, by what served them (edge: HAProxy, node: the Node router) and status class.',
+    ),
+  );
   private readonly edgeHosts = new Gauge({
     name: 'hatchery_router_edge_hosts',
     help: 'Hosts HAProxy serves itself (HATCHERY_ROUTER_EDGE=haproxy); any other host goes to the Node router.',
@@ -132,7 +133,7 @@ export class Metrics {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     // Series that exist from the start, at 0, so that rate() sees their first increase.
     for (const type of ['build', 'runtime']) this.logLines.inc({ type }, 0);
-    for (const via of ['edge', 'node']) this.routerRequests.inc({ via, status_class: '2xx' }, 0);
+    for (const via of ['edge', 'node']) this.routerRequests.start(`${via} 2xx`, { via, status_class: '2xx' });
     for (const event of ['deploy', 'ping']) for (const outcome of ['succeeded', 'failed', 'retry']) this.webhookDeliveries.inc({ outcome, event }, 0);
   }
 
@@ -252,7 +253,8 @@ export class Metrics {
   }
 
   routerRequest(via: 'edge' | 'node', status: number): void {
-    this.routerRequests.inc({ via, status_class: `${Math.floor(status / 100)}xx` });
+    const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
+    this.routerRequests.add(`${via} ${statusClass}`, () => ({ via, status_class: statusClass }));
   }
 
   routerEdgeHosts(count: number): void {

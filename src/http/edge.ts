@@ -59,6 +59,30 @@ function backendOf(deploymentId: string): string {
   return `${BACKEND_PREFIX}${deploymentId}`;
 }
 
+/**
+ * Calls `onLine` with each line of a socket's UTF-8 text, as readline would (a `\r` before the
+ * `\n` dropped), without its events and buffering: HAProxy's log ring sends a line a request.
+ * What has come of a line longer than `max` (the ring's are at most 2,048 bytes) is dropped rather
+ * than kept growing; the rest of it comes as a line of its own (without the edge's tag: ignored).
+ */
+export function eachLine(socket: NodeJS.ReadableStream, onLine: (line: string) => void, max = 64 * 1024): void {
+  let rest = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    const text = rest === '' ? chunk : rest + chunk;
+    let from = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', from)) {
+      onLine(text.slice(from, nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl));
+      from = nl + 1;
+    }
+    rest = from === text.length ? '' : text.length - from > max ? '' : text.slice(from);
+  });
+  socket.on('end', () => {
+    if (rest !== '') onLine(rest);
+    rest = '';
+  });
+}
+
 /** A free port on the host, for HAProxy to bind (it cannot say which port 0 gave it). */
 async function freePort(host: string): Promise<number> {
   const server = net.createServer();
@@ -121,11 +145,9 @@ export class HaproxyEdge {
       );
     }
     const logServer = net.createServer((socket) => {
+      // A connection reset when HAProxy goes must not throw.
       socket.on('error', () => undefined);
-      // (readline passes its input's errors on: a connection reset when HAProxy goes must not throw.)
-      createInterface({ input: socket })
-        .on('line', (line) => this.onLogLine(line))
-        .on('error', () => undefined);
+      eachLine(socket, (line) => this.onLogLine(line));
     });
     this.logServer = logServer;
     await new Promise<void>((done, fail) => logServer.once('error', fail).listen(0, '127.0.0.1', () => done()));
@@ -270,19 +292,33 @@ export class HaproxyEdge {
     }
   }
 
-  /** `<tag> <backend> <server> <status> <ms> <method> <path>` */
+  /** `<tag> <backend> <server> <status> <ms> <method> <path>` (one for each request: read without splitting it into an array) */
   private onLogLine(line: string): void {
     const at = line.indexOf(this.tag);
     if (at < 0) return;
-    const [, backend, server, status, ms, method, ...rest] = line.slice(at).split(' ');
-    if (!backend || !method) return;
+    let from = at + this.tag.length + 1;
+    const field = (): string | null => {
+      const end = line.indexOf(' ', from);
+      if (end < 0) return null;
+      const value = line.slice(from, end);
+      from = end + 1;
+      return value;
+    };
+    const backend = field();
+    const server = field();
+    const status = field();
+    const ms = field();
+    if (backend === null || server === null || status === null || ms === null || backend === '') return;
+    const end = line.indexOf(' ', from);
+    const method = end < 0 ? line.slice(from) : line.slice(from, end);
+    if (!method) return;
     this.opts.onRequest({
       // What went to the Node router (the fallback, or a promoted egg's backup server) is logged there.
       deploymentId: backend.startsWith(BACKEND_PREFIX) && server !== 'node' ? backend.slice(BACKEND_PREFIX.length) : null,
       status: Number(status),
       ms: Math.max(0, Number(ms)),
       method,
-      path: rest.join(' '),
+      path: end < 0 ? '' : line.slice(end + 1),
     });
   }
 
