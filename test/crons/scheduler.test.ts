@@ -275,4 +275,27 @@ describe('cron scheduler', () => {
     expect(await storedRuns(t.gateway.ds, cron.id)).toEqual([]);
     expect((await listCrons(t, owner.token, slug)).body.data).toEqual([]);
   });
+
+  it('a run this gateway still runs is not given up as a dead gateway’s, however long ago it started; it is recorded when it ends', async () => {
+    // The runs of a gateway that died are given up once they started longer ago than the run
+    // timeout (an hour) and its margin; this gateway's own are not, even when recording their end
+    // waits (hundreds ending at once), and here for hours.
+    clock.set('2026-11-27T09:58:00.000Z');
+    const { owner, slug } = await ownerAndEgg();
+    const cron = await createCron(t, owner.token, slug, '0 10 27 11 *', 'echo long');
+    sim.hold(slug);
+    clock.set('2026-11-27T10:00:00.000Z');
+    await tick();
+    await sim.started(slug, 1);
+
+    clock.set('2026-11-27T13:30:00.000Z');
+    await tick();
+    const [run] = await runsOf(t, owner.token, slug, cron.id);
+    expect([run.status, run.finished_at]).toEqual(['running', null]);
+
+    sim.release(slug);
+    expect(await sim.ended(slug, 1)).toEqual({ exitCode: 0 });
+    await settleRuns(t.gateway.ds, cron.id);
+    expect(await runsOf(t, owner.token, slug, cron.id)).toEqual([{ ...run, status: 'success', exit_code: 0, finished_at: '2026-11-27T13:30:00.000Z' }]);
+  });
 });

@@ -200,15 +200,18 @@ export class CronsService {
     const runner = this.ds.createQueryRunner();
     await runner.connect();
     try {
-      // Runs whose gateway died mid-run would block their cron forever: give them up.
+      // Runs whose gateway died mid-run would block their cron forever: give them up. Not the
+      // ones this gateway still runs: a run whose outcome waits to be recorded (hundreds ending at
+      // once on a busy machine) is not a dead gateway's, and its own timeout stops it.
       await runner.query(
         `UPDATE cron_runs SET status = $1, finished_at = $2, failure_reason = 'its gateway stopped before it ended'
-          WHERE status = 'running' AND started_at < $3`,
+          WHERE status = 'running' AND started_at < $3 AND id <> ALL($4::text[])`,
         [
           CronRunStatus.FAILED,
           now,
           // The margin lets a live gateway record its own timed-out run (exit 137) first.
           new Date(now.getTime() - this.opts.runTimeoutMs - Math.min(MINUTE, this.opts.runTimeoutMs)),
+          [...this.executions.keys()].map((key) => key.slice(key.indexOf('/') + 1)),
         ],
       );
       await this.reap();
