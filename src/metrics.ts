@@ -20,6 +20,12 @@ interface WsContext {
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** `2xx` and the like, made once. */
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+/** `2xx` for 204: a status's class, as the metrics label it. */
+function statusClassOf(status: number): string {
+  const hundreds = Math.floor(status / 100);
+  return STATUS_CLASSES[hundreds] ?? `${hundreds}xx`;
+}
 /** Operation names are chosen by clients: past this many distinct names, new ones count as `other`. */
 const MAX_OPERATION_NAMES = 200;
 
@@ -147,8 +153,7 @@ export class Metrics {
     app.addHook('onResponse', (req, reply, done) => {
       const { method } = req;
       const route = req.routeOptions.url ?? 'unmatched';
-      const hundreds = Math.floor(reply.statusCode / 100);
-      const statusClass = STATUS_CLASSES[hundreds] ?? `${hundreds}xx`;
+      const statusClass = statusClassOf(reply.statusCode);
       this.httpRequests.add(`${method} ${statusClass} ${route}`, () => ({ method, route, status_class: statusClass }), reply.elapsedTime / 1000);
       done();
     });
@@ -253,7 +258,7 @@ export class Metrics {
   }
 
   routerRequest(via: 'edge' | 'node', status: number): void {
-    const statusClass = STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
+    const statusClass = statusClassOf(status);
     this.routerRequests.add(`${via} ${statusClass}`, () => ({ via, status_class: statusClass }));
   }
 

@@ -40,7 +40,8 @@ export interface CronsOptions {
  * started while the previous one still runs.
  */
 export class CronsService {
-  private readonly executions = new Map<string, AbortController>();
+  /** The runs this gateway executes now, by run id. */
+  private readonly executions = new Map<string, { cronId: string; abort: AbortController }>();
   private readonly tasks = new InFlight();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<number> | null = null;
@@ -116,7 +117,7 @@ export class CronsService {
   async delete(actor: Actor, slug: string, id: string): Promise<string> {
     const cron = await this.get(actor, slug, id);
     await this.ds.getRepository(Cron).delete({ id: cron.id });
-    for (const [runId, abort] of this.executions) if (runId.startsWith(`${cron.id}/`)) abort.abort(new Error('its cron was deleted'));
+    for (const execution of this.executions.values()) if (execution.cronId === cron.id) execution.abort.abort(new Error('its cron was deleted'));
     return cron.id;
   }
 
@@ -211,7 +212,7 @@ export class CronsService {
           now,
           // The margin lets a live gateway record its own timed-out run (exit 137) first.
           new Date(now.getTime() - this.opts.runTimeoutMs - Math.min(MINUTE, this.opts.runTimeoutMs)),
-          [...this.executions.keys()].map((key) => key.slice(key.indexOf('/') + 1)),
+          [...this.executions.keys()],
         ],
       );
       await this.reap();
@@ -296,8 +297,7 @@ export class CronsService {
     if (run.status !== CronRunStatus.RUNNING) return;
     const abort = new AbortController();
     const timeout = setTimeout(() => abort.abort(new Error(`timed out after ${this.opts.runTimeoutMs} ms`)), this.opts.runTimeoutMs);
-    const key = `${cron.id}/${run.id}`;
-    this.executions.set(key, abort);
+    this.executions.set(run.id, { cronId: cron.id, abort });
     const task = (async () => {
       try {
         let exitCode: number | null;
@@ -322,7 +322,7 @@ export class CronsService {
         this.opts.onError(err);
       } finally {
         clearTimeout(timeout);
-        this.executions.delete(key);
+        this.executions.delete(run.id);
       }
     })();
     void this.tasks.track(task);
@@ -353,7 +353,7 @@ export class CronsService {
     if (!run) throw new NotFound('CronRun', runId);
     if (run.status !== CronRunStatus.RUNNING) throw ValidationFailed.field('run', `is ${run.status}: only a running run can be cancelled`);
     const done = await this.finishRun(run, app, null, 'cancelled');
-    this.executions.get(`${cron.id}/${run.id}`)?.abort(new Error('cancelled'));
+    this.executions.get(run.id)?.abort.abort(new Error('cancelled'));
     await this.runtime.stopCommand(run.id);
     if (done) return done;
     // It ended on its own meanwhile.
@@ -389,7 +389,7 @@ export class CronsService {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.ticking?.catch(() => undefined);
-    for (const abort of this.executions.values()) abort.abort(new Error('its gateway stopped before it ended'));
+    for (const { abort } of this.executions.values()) abort.abort(new Error('its gateway stopped before it ended'));
     await this.tasks.settled();
   }
 }
