@@ -66,8 +66,10 @@ describe('a database that stops answering (connections open, nothing comes back)
   const list = () => rest(url, owner.token, 'GET', `/deployments?project=${slug}&limit=5`);
 
   it('answers 503 instead of waiting, drops the dead connections, and serves again once the database answers', async () => {
-    // Several requests at once: the pool holds several open connections.
-    for (const r of await Promise.all(Array.from({ length: 4 }, list))) expect(r.status).toBe(200);
+    // Several requests at once: the pool holds several open connections. On a busy machine a new
+    // connection can take longer than the 1 s bound to open (CI met one 503 here, before any
+    // freeze): that start is not what is tested, so the burst is tried again until all four pass.
+    await until('four requests at once to succeed', async () => (await Promise.all(Array.from({ length: 4 }, list))).every((r) => r.status === 200), 20, 100);
     const open = proxy.open();
     expect(open).toBeGreaterThan(0);
 
