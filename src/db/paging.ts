@@ -89,11 +89,11 @@ export async function pageByIdDesc<T extends { id: string }>(
   return toPage(await qb.getMany(), limit, (row) => row.id);
 }
 
-/** Another table's row read with each row of a list (`join` names it), handed to `each`: one statement, not two. */
-export interface JoinedRows<U extends ObjectLiteral> {
+/** Another table's row read with each row of a list (`join` names it), handed to `each` with it: one statement, not two. */
+export interface JoinedRows<U extends ObjectLiteral, T extends ObjectLiteral = ObjectLiteral> {
   rows: EntityRows<U>;
   join: string;
-  each: (row: U) => void;
+  each: (joined: U, row: T) => void;
 }
 
 /** Statement texts by their rows, joined rows and shape: the same string each time (pg names it by text). */
@@ -119,7 +119,7 @@ export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, 
   ds: DataSource,
   rows: EntityRows<T>,
   prefix: IdPrefix,
-  query: { from: string; where: string[]; params: unknown[]; joined?: JoinedRows<U> | null },
+  query: { from: string; where: string[]; params: unknown[]; joined?: JoinedRows<U, T> | null },
   args: { first?: number | null; after?: string | null },
 ): Promise<Page<T>> {
   const limit = pageSize(args.first);
@@ -140,8 +140,9 @@ export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, 
   const found: Array<Record<string, unknown>> = await ds.query(sql, params);
   return toPage(
     found.map((row) => {
-      joined?.each(joined.rows.map(row));
-      return rows.map(row);
+      const item = rows.map(row);
+      joined?.each(joined.rows.map(row), item);
+      return item;
     }),
     limit,
     (row) => row.id,

@@ -1,3 +1,5 @@
+import { createHook } from 'node:async_hooks';
+import { request } from 'node:http';
 import { parse } from 'graphql';
 import { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { gqlOk, rest, startGateway, TestGateway } from '../support/gateway';
@@ -60,5 +62,42 @@ describe('the deployments list: one statement, eggs included', () => {
     expect(body.data).toHaveLength(expected.size);
     for (const d of body.data) expect(d.project).toBe(expected.get(d.id)!.slug);
     expect(served(statements)).toHaveLength(1);
+  });
+
+  it('GraphQL: a row costs no promise (its egg and canRollback are read from the row, not awaited)', async () => {
+    const query = (first: number) => `query { deployments(first: ${first}) { nodes { id status canRollback app { slug } } } }`;
+    // Node's callback client: the same few promises on this side whatever the answer's size.
+    const post = (body: string) =>
+      new Promise<string>((resolve, reject) => {
+        const req = request(`${t.url}/graphql`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve(text));
+        });
+        req.end(body);
+      });
+    /** The promises made while serving one request (the fewest of five: timers of the gateway run meanwhile). */
+    const promisesOf = async (first: number) => {
+      const counts: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        let n = 0;
+        const hook = createHook({ init: (_id, type) => void (type === 'PROMISE' && n++) }).enable();
+        const text = await post(JSON.stringify({ query: query(first) }));
+        hook.disable();
+        expect(JSON.parse(text).data.deployments.nodes).toHaveLength(first);
+        counts.push(n);
+      }
+      return Math.min(...counts);
+    };
+    const one = await promisesOf(1);
+    const all = await promisesOf(expected.size);
+    // Through a primed loader each row made about five (the resolvers' awaits, the loader's own).
+    expect((all - one) / (expected.size - 1)).toBeLessThan(1);
   });
 });

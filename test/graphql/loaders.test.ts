@@ -37,6 +37,10 @@ describe('createLoaders', () => {
     expect(a.collaboratorIdsByAppId).toBe(a.collaboratorIdsByAppId);
     expect(b.appById).not.toBe(a.appById);
     expect(b.userById).not.toBe(a.userById);
+    // The eggs a list read with its deployments, kept for the operation's fields only.
+    expect(a.appOfDeployment).toBeInstanceOf(WeakMap);
+    expect(a.appOfDeployment).toBe(a.appOfDeployment);
+    expect(b.appOfDeployment).not.toBe(a.appOfDeployment);
   });
 
   it('makes no loader before one is asked for, then only that module’s', () => {
@@ -48,6 +52,6 @@ describe('createLoaders', () => {
     const own = Object.getOwnPropertySymbols(loaders).map((s) => (loaders as unknown as Record<symbol, unknown>)[s]);
     const groups = own.find(Array.isArray) as Array<Record<string, unknown> | undefined>;
     expect(groups.filter(Boolean)).toHaveLength(1);
-    expect(Object.keys(groups.find(Boolean)!).sort()).toEqual(['appById', 'collaboratorIdsByAppId']);
+    expect(Object.keys(groups.find(Boolean)!).sort()).toEqual(['appById', 'appOfDeployment', 'collaboratorIdsByAppId']);
   });
 });

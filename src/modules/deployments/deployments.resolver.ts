@@ -35,7 +35,8 @@ export class DeploymentsResolver {
   @Query(() => DeploymentConnection, { description: 'Deployments of the eggs the caller can see, newest first.' })
   deployments(@Ctx() ctx: Context, @Args(() => DeploymentsArgs) args: DeploymentsArgs) {
     // Their eggs come in the same statement: `app` and `canRollback` then need no other.
-    return ctx.services.deployments.list(ctx.actor, args, (app) => ctx.loaders.appById.prime(app.id, app));
+    const eggs = ctx.loaders.appOfDeployment;
+    return ctx.services.deployments.list(ctx.actor, args, (app, d) => eggs.set(d, app));
   }
 
   @Mutation(() => Deployment, { description: 'Starts a deployment; it is BUILDING, then LIVE or FAILED.' })
@@ -79,10 +80,11 @@ export class DeploymentsResolver {
   }
 
   @FieldResolver(() => Boolean, { description: 'Whether `rollback` can make this deployment current: it is LIVE and not current.' })
-  async canRollback(@Root() d: Deployment, @Ctx() ctx: Context): Promise<boolean> {
+  canRollback(@Root() d: Deployment, @Ctx() ctx: Context): boolean | Promise<boolean> {
     if (d.status !== DeploymentStatus.LIVE) return false;
-    const app = await ctx.loaders.appById.load(d.appId);
-    return app !== null && app.currentDeploymentId !== d.id;
+    const rollsBack = (app: App | null) => app !== null && app.currentDeploymentId !== d.id;
+    const joined = ctx.loaders.appOfDeployment.get(d);
+    return joined ? rollsBack(joined) : ctx.loaders.appById.load(d.appId).then(rollsBack);
   }
 
   @FieldResolver(() => ID, {
@@ -94,8 +96,9 @@ export class DeploymentsResolver {
   }
 
   @FieldResolver(() => App, { description: 'The egg deployed.' })
-  async app(@Root() d: Deployment, @Ctx() ctx: Context): Promise<App> {
-    return (await ctx.loaders.appById.load(d.appId))!;
+  app(@Root() d: Deployment, @Ctx() ctx: Context): App | Promise<App> {
+    // A list's rows have theirs already: no promise a row (the loader for any other deployment).
+    return ctx.loaders.appOfDeployment.get(d) ?? ctx.loaders.appById.load(d.appId).then((app) => app!);
   }
 
   @FieldResolver(() => LogLineConnection, {

@@ -398,8 +398,12 @@ export class DeploymentsService {
     return d;
   }
 
-  /** `withApp`, when given, is handed each listed deployment's egg, read in the same statement (a loader primes itself with them). */
-  async list(actor: Actor, args: DeploymentListArgs & { project?: string | null }, withApp?: (app: App) => void): Promise<Page<Deployment>> {
+  /** `withApp`, when given, is handed each listed deployment's egg with it, read in the same statement (the resolvers keep them for its fields). */
+  async list(
+    actor: Actor,
+    args: DeploymentListArgs & { project?: string | null },
+    withApp?: (app: App, deployment: Deployment) => void,
+  ): Promise<Page<Deployment>> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (args.project !== null && args.project !== undefined) {
