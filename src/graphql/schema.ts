@@ -5,17 +5,17 @@ import { GatewayPubSub, resolvers, Topics } from '../modules';
 import { createPubSub } from '../bus/pubsub';
 import { DateTimeScalar } from './scalars';
 import { passEventsThrough } from './event-result';
+import { callFieldResolversDirectly } from './direct-fields';
 
 export function buildGatewaySchema(pubSub: GatewayPubSub = createPubSub<Topics>()): GraphQLSchema {
-  return passEventsThrough(
-    buildSchemaSync({
-      resolvers: [...resolvers],
-      scalarsMap: [{ type: Date, scalar: DateTimeScalar }],
-      pubSub,
-      validate: false,
-      emitSchemaFile: false,
-    }),
-  );
+  const schema = buildSchemaSync({
+    resolvers: [...resolvers],
+    scalarsMap: [{ type: Date, scalar: DateTimeScalar }],
+    pubSub,
+    validate: false,
+    emitSchemaFile: false,
+  });
+  return callFieldResolversDirectly(passEventsThrough(schema), resolvers);
 }
 
 /** The SDL committed as schema/schema.graphql. */
