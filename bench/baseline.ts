@@ -72,7 +72,7 @@ export async function visibleDeployments(pool: Pool, viewerId: string, limit: nu
  * lookup (kept 250 ms, as the gateway keeps it) and the list with the eggs joined in, both
  * prepared; answering the gateway's REST shape.
  */
-export async function startBaselineHttp(pool: Pool): Promise<Server> {
+export async function startBaselineHttp(pool: Pool): Promise<Server & { server: import('node:http').Server }> {
   const viewerOf = cachedViewer(pool);
   const app = Fastify({ logger: false });
   app.get('/deployments', async (req, reply) => {
@@ -101,7 +101,7 @@ export async function startBaselineHttp(pool: Pool): Promise<Server> {
     };
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close() };
+  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: () => app.close(), server: app.server };
 }
 
 export interface LogLineMessage {
