@@ -5,7 +5,7 @@
  * `http` phase on a shared machine (no load generator, PostgreSQL's CPU not counted), so small
  * levers can be told apart: `npm run bench:inproc`, the code before and after, alternately.
  *
- * DATABASE_URL: a PostgreSQL server (a fresh database is made and dropped); required.
+ * DATABASE_URL: a PostgreSQL server (a fresh database is made and dropped); else an embedded one.
  * BENCH_INPROC_WINDOWS (6), BENCH_INPROC_REQUESTS (4000 a window), BENCH_INPROC_ONLY (rest,graphql).
  */
 import 'reflect-metadata';
@@ -15,15 +15,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import inject from 'light-my-request';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import pino from 'pino';
 import { buildApp, Gateway } from '../src/app';
 import { loadConfig } from '../src/config';
-import { newId } from '../src/ids';
 import { createLogger } from '../src/log';
-import { App, Tier } from '../src/modules/apps/app.entity';
-import { Deployment, DeploymentStatus } from '../src/modules/deployments/deployment.entity';
+import { App } from '../src/modules/apps/app.entity';
+import { Deployment } from '../src/modules/deployments/deployment.entity';
 import { startBaselineHttp } from './baseline';
+import { appRow, BenchDb, deploymentRow, openBenchDb } from './db';
 
 const WINDOWS = Number(process.env.BENCH_INPROC_WINDOWS ?? 6);
 const PER_WINDOW = Number(process.env.BENCH_INPROC_REQUESTS ?? 4000);
@@ -36,24 +36,18 @@ const LIST = `query BenchList($first: Int) {
 }`;
 
 async function main() {
-  const server = process.env.DATABASE_URL;
-  if (!server) throw new Error('DATABASE_URL: a PostgreSQL server to make a database on');
-  const name = `hatchery_inproc_${randomBytes(5).toString('hex')}`;
-  const admin = new Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const u = new URL(server);
-  u.pathname = `/${name}`;
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'hatchery-inproc-'));
+  let db: BenchDb | null = null;
   let gateway: Gateway | null = null;
   let pool: Pool | null = null;
   let bare: Awaited<ReturnType<typeof startBaselineHttp>> | null = null;
   try {
+    db = await openBenchDb(tmp);
     gateway = buildApp(
       loadConfig({
         HATCHERY_ROUTER_PORT: '0',
         HOST: '127.0.0.1',
-        DATABASE_URL: u.toString(),
+        DATABASE_URL: db.url,
         HATCHERY_DATA_DIR: path.join(tmp, 'data'),
         HATCHERY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
         HATCHERY_JOBS: 'off',
@@ -67,48 +61,15 @@ async function main() {
     await gateway.start(0);
     const { user, token } = await gateway.services.accounts.createUser(`inproc-${randomBytes(3).toString('hex')}@example.com`);
     const t0 = Date.now() - 3_600_000;
-    const apps = Array.from({ length: 10 }, (_, i) =>
-      Object.assign(new App(), {
-        id: newId('app', new Date(t0 + i)),
-        slug: `inproc-${i}`,
-        ownerId: user.id,
-        tier: Tier.FREE,
-        memoryMb: null,
-        currentDeploymentId: null,
-        createdAt: new Date(t0 + i),
-      }),
-    );
+    const apps = Array.from({ length: 10 }, (_, i) => appRow(user.id, `inproc-${i}`, new Date(t0 + i)));
     await gateway.ds.getRepository(App).insert(apps);
     const deployments: Deployment[] = [];
     for (let round = 0; round < 5; round++)
-      apps.forEach((a, i) => {
-        const at = new Date(t0 + 10_000 + round * 1000 + i);
-        const id = newId('dep', at);
-        deployments.push(
-          Object.assign(new Deployment(), {
-            id,
-            appId: a.id,
-            status: DeploymentStatus.LIVE,
-            revision: 2,
-            url: `https://${a.slug}-${id.slice(-8)}.hatchery.run`,
-            envSealed: null,
-            envKeys: ['PORT', 'NODE_ENV'],
-            memoryMb: 256,
-            volumeMb: null,
-            failureReason: null,
-            createdById: user.id,
-            meteredUntil: null,
-            leaseUntil: null,
-            createdAt: at,
-            updatedAt: at,
-            finishedAt: at,
-          }),
-        );
-      });
+      apps.forEach((a, i) => deployments.push(deploymentRow(a.id, user.id, new Date(t0 + 10_000 + round * 1000 + i), a.slug)));
     await gateway.ds.getRepository(Deployment).insert(deployments);
     await gateway.ds.query('VACUUM ANALYZE');
 
-    pool = new Pool({ connectionString: u.toString(), max: 10 });
+    pool = new Pool({ connectionString: db.url, max: 10 });
     bare = await startBaselineHttp(pool);
     const srv = gateway.server;
     const dispatch = (req: unknown, res: unknown) => srv.emit('request', req, res);
@@ -169,8 +130,7 @@ async function main() {
     await bare?.close();
     await pool?.end();
     await gateway?.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await db?.drop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -11,18 +11,18 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import pino from 'pino';
 import { buildApp, Gateway } from '../src/app';
 import { loadConfig } from '../src/config';
-import { EmbeddedPostgres, startEmbeddedPostgres } from '../src/db/embedded';
 import { newId } from '../src/ids';
 import { createLogger, requestScope } from '../src/log';
-import { App, Tier } from '../src/modules/apps/app.entity';
+import { App } from '../src/modules/apps/app.entity';
 import { Collaborator } from '../src/modules/apps/collaborator.entity';
 import { Cron } from '../src/modules/crons/cron.entity';
-import { Deployment, DeploymentStatus } from '../src/modules/deployments/deployment.entity';
+import { Deployment } from '../src/modules/deployments/deployment.entity';
 import { LogType } from '../src/modules/deployments/log-line.entity';
+import { appRow, BenchDb, deploymentRow, openBenchDb } from './db';
 import { bareInsert, ingestMessage, startBaselineHttp, startBaselineWs } from './baseline';
 import { DRAIN, drainPhase } from './drain';
 import { autocannon as loadTarget, children, HttpResult, HttpTarget, startLoad } from './load-process';
@@ -97,39 +97,6 @@ async function warmUp(targets: Array<[string, HttpTarget]>): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Database: a fresh one on DATABASE_URL's server, else an embedded PostgreSQL in a temp dir.
-
-interface BenchDb {
-  url: string;
-  where: string;
-  drop(): Promise<void>;
-}
-
-async function openBenchDb(tmp: string): Promise<BenchDb> {
-  const server = process.env.DATABASE_URL;
-  if (server) {
-    const name = `hatchery_bench_${randomBytes(5).toString('hex')}`;
-    const admin = new Client({ connectionString: server });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    const u = new URL(server);
-    u.pathname = `/${name}`;
-    return {
-      url: u.toString(),
-      where: `PostgreSQL at ${u.host} (DATABASE_URL), fresh database ${name}`,
-      async drop() {
-        const c = new Client({ connectionString: server });
-        await c.connect();
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await c.end();
-      },
-    };
-  }
-  const embedded: EmbeddedPostgres = await startEmbeddedPostgres(path.join(tmp, 'db'));
-  return { url: embedded.url, where: `embedded PostgreSQL in ${tmp}`, drop: () => embedded.stop() };
-}
-
 async function pgVersion(pool: Pool): Promise<string> {
   return (await pool.query('SHOW server_version')).rows[0].server_version;
 }
@@ -145,32 +112,6 @@ interface Seed {
   baselineIngestDeployment: string;
   /** The viewer's first egg, which the log deployments belong to. */
   logApp: { id: string; slug: string };
-}
-
-function deploymentRow(appId: string, userId: string, at: Date, slug: string): Deployment {
-  const id = newId('dep', at);
-  return Object.assign(new Deployment(), {
-    id,
-    appId,
-    status: DeploymentStatus.LIVE,
-    revision: 2,
-    url: `https://${slug}-${id.slice(-8)}.hatchery.run`,
-    envSealed: null,
-    envKeys: ['PORT', 'NODE_ENV'],
-    memoryMb: 256,
-    volumeMb: null,
-    failureReason: null,
-    createdById: userId,
-    meteredUntil: null,
-    leaseUntil: null,
-    createdAt: at,
-    updatedAt: at,
-    finishedAt: at,
-  });
-}
-
-function appRow(ownerId: string, slug: string, at: Date): App {
-  return Object.assign(new App(), { id: newId('app', at), slug, ownerId, tier: Tier.FREE, memoryMb: null, currentDeploymentId: null, createdAt: at });
 }
 
 /**

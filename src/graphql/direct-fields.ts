@@ -36,25 +36,17 @@ export function callFieldResolversDirectly(schema: GraphQLSchema, resolverClasse
     const type = typeName ? schema.getType(typeName) : undefined;
     if (!isObjectType(type)) continue;
     const field = type.getFields()[resolver.schemaName];
-    if (!field?.resolve || Object.keys(field.args).length) continue;
+    if (!field?.resolve || field.args.length) continue;
+    const kinds = params.map((p) => p.kind).join(',');
+    if (kinds !== 'root' && kinds !== 'root,context' && kinds !== 'context,root') continue;
     const target = resolver.target as Class;
-    let instance = instances.get(target);
-    if (!instance) instances.set(target, (instance = new (target as unknown as new () => Record<string, Method>)()));
-    const self = instance;
-    const method = instance[resolver.methodName];
+    let self = instances.get(target);
+    if (!self) instances.set(target, (self = new (target as unknown as new () => Record<string, Method>)()));
+    const method = self[resolver.methodName].bind(self);
+    const call: (root: unknown, context: unknown) => unknown = kinds === 'context,root' ? (root, context) => method(context, root) : method;
     const wrapped: GraphQLFieldResolver<unknown, unknown> = field.resolve;
     const rootParam = params.find((p) => p.kind === 'root');
     const rootType = rootParam?.kind === 'root' ? (rootParam.getType?.() as Class | undefined) : undefined;
-    const kinds = params.map((p) => p.kind).join(',');
-    const call: ((root: unknown, context: unknown) => unknown) | null =
-      kinds === 'root'
-        ? (root) => method.call(self, root)
-        : kinds === 'root,context'
-          ? (root, context) => method.call(self, root, context)
-          : kinds === 'context,root'
-            ? (root, context) => method.call(self, context, root)
-            : null;
-    if (!call) continue;
     const resolve: GraphQLFieldResolver<unknown, unknown> = rootType
       ? (root, args, context, info) => (root instanceof rootType ? call(root, context) : wrapped(root, args, context, info))
       : (root, _args, context) => call(root, context);

@@ -25,6 +25,11 @@ interface StatusArgs {
   id: string;
 }
 
+/** A deployment's egg: a list's rows have theirs already (no promise a row), any other deployment's comes from the loader. */
+function eggOf(d: Deployment, ctx: Context): App | null | Promise<App | null> {
+  return ctx.loaders.appOfDeployment.get(d) ?? ctx.loaders.appById.load(d.appId);
+}
+
 @Resolver(() => Deployment)
 export class DeploymentsResolver {
   @Query(() => Deployment, { description: 'A deployment of an egg the caller can see.' })
@@ -83,8 +88,8 @@ export class DeploymentsResolver {
   canRollback(@Root() d: Deployment, @Ctx() ctx: Context): boolean | Promise<boolean> {
     if (d.status !== DeploymentStatus.LIVE) return false;
     const rollsBack = (app: App | null) => app !== null && app.currentDeploymentId !== d.id;
-    const joined = ctx.loaders.appOfDeployment.get(d);
-    return joined ? rollsBack(joined) : ctx.loaders.appById.load(d.appId).then(rollsBack);
+    const egg = eggOf(d, ctx);
+    return egg instanceof Promise ? egg.then(rollsBack) : rollsBack(egg);
   }
 
   @FieldResolver(() => ID, {
@@ -97,8 +102,7 @@ export class DeploymentsResolver {
 
   @FieldResolver(() => App, { description: 'The egg deployed.' })
   app(@Root() d: Deployment, @Ctx() ctx: Context): App | Promise<App> {
-    // A list's rows have theirs already: no promise a row (the loader for any other deployment).
-    return ctx.loaders.appOfDeployment.get(d) ?? ctx.loaders.appById.load(d.appId).then((app) => app!);
+    return eggOf(d, ctx) as App | Promise<App>;
   }
 
   @FieldResolver(() => LogLineConnection, {
