@@ -3,7 +3,7 @@ import { parse } from 'graphql';
 import { AddCollaboratorDocument } from '../../src/client/generated';
 import { gqlOk, startGateway, TestGateway } from '../support/gateway';
 import { deploy, makeApp, makeUser, TestUser } from '../support/factories';
-import { forTheRequest, StatementLog } from '../support/statements';
+import { StatementLog } from '../support/statements';
 
 interface AppNode {
   slug: string;
@@ -98,8 +98,8 @@ describe('DataLoaders: apps with their relations run a constant number of statem
     await t.gateway.services.deployments.supervisor.resumeRunning();
     // Once unmeasured, so per-token bookkeeping (last used) is the same for both measurements.
     await gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 });
-    const { result: data, statements } = await sql.during(() => gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 }));
-    return { nodes: data.apps.nodes, counted: forTheRequest(statements) };
+    const { result: data, served } = await sql.during(() => gqlOk(t.url, owner.token, AppsWithRelationsDocument, { first: 50 }));
+    return { nodes: data.apps.nodes, counted: served };
   }
 
   function expectAsBuilt(nodes: AppNode[]) {
