@@ -7,9 +7,12 @@
  *
  * DATABASE_URL: a PostgreSQL server (a fresh database is made and dropped); else an embedded one.
  * BENCH_INPROC_WINDOWS (6), BENCH_INPROC_REQUESTS (4000 a window), BENCH_INPROC_ONLY (rest,graphql).
+ * BENCH_INPROC_ALLOC=1: also the bytes each request allocates (V8's sampling heap profiler, objects
+ * collected since included) and where, by function: garbage is what the collector's time is spent on.
  */
 import 'reflect-metadata';
 import { createHook } from 'node:async_hooks';
+import { Session } from 'node:inspector';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -113,6 +116,14 @@ async function main() {
       return n / 20;
     };
     const result: Record<string, { usPerRequest: number[]; promises: number }> = {};
+    if (process.env.BENCH_INPROC_ALLOC) {
+      for (const send of Object.values(targets)) await window(send, PER_WINDOW);
+      for (const [what, send] of Object.entries(targets)) {
+        const { bytes, top } = await allocations(() => window(send, PER_WINDOW));
+        console.log(`${what}: ${(bytes / PER_WINDOW / 1024).toFixed(1)} KB allocated a request; by function (KB a request):`);
+        for (const [where, b] of top.slice(0, 25)) console.log(`  ${(b / PER_WINDOW / 1024).toFixed(2).padStart(6)}  ${where}`);
+      }
+    }
     for (const what of Object.keys(targets)) result[what] = { usPerRequest: [], promises: await promisesOf(targets[what]) };
     // Warm: the gateway's code is optimised as it runs (docs/benchmarks.md, warm-up).
     for (let i = 0; i < 3; i++) for (const send of Object.values(targets)) await window(send, PER_WINDOW);
@@ -132,6 +143,46 @@ async function main() {
     await gateway?.stop();
     await db?.drop();
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+interface SamplingNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+/** The bytes allocated while `fn` runs, garbage included, and the functions that allocated them, most first. */
+async function allocations(fn: () => Promise<unknown>): Promise<{ bytes: number; top: Array<[string, number]> }> {
+  const session = new Session();
+  session.connect();
+  const post = <T>(method: string, params?: object) =>
+    new Promise<T>((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res as T))));
+  try {
+    await post('HeapProfiler.enable');
+    await post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    await fn();
+    const { profile } = await post<{ profile: { head: SamplingNode } }>('HeapProfiler.stopSampling');
+    const byFunction = new Map<string, number>();
+    let bytes = 0;
+    const walk = (node: SamplingNode) => {
+      bytes += node.selfSize;
+      if (node.selfSize) {
+        const { functionName, url, lineNumber } = node.callFrame;
+        const file = url.replace(/^.*node_modules\//, '').replace(/^.*\/(src|bench)\//, '$1/');
+        const key = `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
+        byFunction.set(key, (byFunction.get(key) ?? 0) + node.selfSize);
+      }
+      node.children.forEach(walk);
+    };
+    walk(profile.head);
+    return { bytes, top: [...byFunction].sort((a, b) => b[1] - a[1]) };
+  } finally {
+    session.disconnect();
   }
 }
 

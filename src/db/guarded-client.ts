@@ -38,7 +38,8 @@ export const prepared = (sql: string): string => PREPARED + sql;
 
 /** Statement names by text: a handful of texts, each named once. */
 const names = new Map<string, string>();
-const nameOf = (text: string): string => {
+/** The name a `prepared` statement runs under (the same on every connection). */
+export const nameOf = (text: string): string => {
   let name = names.get(text);
   if (!name) names.set(text, (name = `hatchery_${names.size + 1}`));
   return name;

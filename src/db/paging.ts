@@ -1,7 +1,7 @@
 import { DataSource, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { ValidationFailed } from '../errors';
 import { IdPrefix, isId } from '../ids';
-import { EntityRows } from './rows';
+import { EntityRows, readArrays } from './rows';
 import { prepared } from './guarded-client';
 
 /**
@@ -137,11 +137,12 @@ export async function pageByIdDescSql<T extends ObjectLiteral & { id: string }, 
     }
     ORDER BY ${rows.alias}.id DESC LIMIT $${limitParam}`),
   );
-  const found: Array<Record<string, unknown>> = await ds.query(sql, params);
+  const found = await readArrays(ds, sql, params);
+  const width = rows.width;
   return toPage(
     found.map((row) => {
       const item = rows.map(row);
-      joined?.each(joined.rows.map(row), item);
+      joined?.each(joined.rows.map(row, width), item);
       return item;
     }),
     limit,

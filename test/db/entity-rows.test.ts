@@ -1,6 +1,9 @@
 import 'reflect-metadata';
 import { EntityTarget, ObjectLiteral } from 'typeorm';
-import { EntityRows, entityRows } from '../../src/db/rows';
+import { EntityRows, entityRows, readArrays } from '../../src/db/rows';
+import { prepared } from '../../src/db/guarded-client';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import type { Pool } from 'pg';
 import { entities } from '../../src/modules';
 import { App } from '../../src/modules/apps/app.entity';
 import { User } from '../../src/modules/accounts/user.entity';
@@ -94,6 +97,52 @@ describe('EntityRows hydrates like TypeORM', () => {
       ['building', null, null, null, []],
     ]);
     expect(got[0]).toBeInstanceOf(Deployment);
+  });
+
+  it("reads an entity from an offset in a row (a joined table's columns after the main one's)", async () => {
+    const users = entityRows(t.gateway.ds, User, 'u');
+    const [row] = await readArrays(t.gateway.ds, `SELECT 'first', 2, ${users.select} FROM users u ORDER BY u.id LIMIT 1`, []);
+    expect(row.slice(0, 2)).toEqual(['first', 2]);
+    const user = users.map(row, 2);
+    expect(user).toBeInstanceOf(User);
+    expect(user).toEqual(await t.gateway.ds.getRepository(User).findOneByOrFail({ id: user.id }));
+  });
+
+  describe('readArrays', () => {
+    const pool = () => (t.gateway.ds.driver as PostgresDriver).master as Pool;
+
+    it('runs a prepared statement as one, named, on the connection it ran on', async () => {
+      const sql = prepared(`SELECT 'readArrays test' AS marker, $1::int + 1 AS next`);
+      expect(await readArrays(t.gateway.ds, sql, [41])).toEqual([['readArrays test', 42]]);
+      // On whichever connection the pool hands out: run it on every one, then ask each.
+      const clients = await Promise.all(Array.from({ length: pool().options.max }, () => pool().connect()));
+      try {
+        const named = await Promise.all(
+          clients.map(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%readArrays test%'`)).rows[0].n),
+        );
+        expect(named.some((n) => n === 1)).toBe(true);
+      } finally {
+        for (const c of clients) c.release();
+      }
+    });
+
+    it('drops a connection that broke, and the next read gets a working one', async () => {
+      const [[pid]] = await readArrays(t.gateway.ds, 'SELECT pg_backend_pid()', []);
+      // Ends its own connection: the statement fails as any read fails when the database goes away.
+      await expect(readArrays(t.gateway.ds, 'SELECT pg_terminate_backend(pg_backend_pid())', [])).rejects.toMatchObject({ code: '57P01' });
+      for (let i = 0; i < pool().options.max; i++) {
+        const [[again]] = await readArrays(t.gateway.ds, 'SELECT pg_backend_pid()', []);
+        expect(typeof again).toBe('number');
+      }
+      expect(pid).toEqual(expect.any(Number));
+    });
+
+    it("fails a statement with the database's error, and the connection goes back to the pool", async () => {
+      const idle = pool().idleCount + pool().waitingCount;
+      await expect(readArrays(t.gateway.ds, 'SELECT no_such_column FROM users', [])).rejects.toMatchObject({ code: '42703' });
+      expect(pool().totalCount).toBeGreaterThan(0);
+      expect(pool().idleCount + pool().waitingCount).toBeGreaterThanOrEqual(idle);
+    });
   });
 
   it('is the same object for the same entity and alias on one DataSource', () => {

@@ -8,7 +8,7 @@ import { hashToken, newToken } from '../../secrets';
 import { pgCode } from '../../db/transaction';
 import { ApiToken } from './api-token.entity';
 import { User } from './user.entity';
-import { entityRows } from '../../db/rows';
+import { entityRows, readArrays } from '../../db/rows';
 import { prepared } from '../../db/guarded-client';
 import { AccessEvent } from './access.topics';
 
@@ -147,8 +147,10 @@ export class AccountsService {
     const users = entityRows(this.ds, User, 'u');
     const readAt = performance.now();
     const forgets = this.forgets;
-    const [row]: Array<Record<string, unknown> & { token_id: string; token_expires_at: Date | null; token_last_used_at: Date | null }> = await this.ds.query(
-      prepared(`SELECT t.id AS token_id, t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, ${users.select}
+    // The token's three columns, then the user's.
+    const [row] = await readArrays(
+      this.ds,
+      prepared(`SELECT t.id, t.expires_at, t.last_used_at, ${users.select}
          FROM api_tokens t JOIN users u ON u.id = t.user_id
         WHERE t.token_hash = $1 AND t.revoked_at IS NULL`),
       [hash],
@@ -157,7 +159,8 @@ export class AccountsService {
       this.cached.delete(hash);
       return null;
     }
-    const auth = { user: users.map(row), tokenId: row.token_id, tokenExpiresAt: row.token_expires_at, lastUsedAt: row.token_last_used_at, readAt };
+    const [tokenId, tokenExpiresAt, lastUsedAt] = row as [string, Date | null, Date | null];
+    const auth = { user: users.map(row, 3), tokenId, tokenExpiresAt, lastUsedAt, readAt };
     // Kept only if the bus is up now: then a revocation made after the read reaches forget().
     if (this.tokenCache.ms > 0 && this.tokenCache.usable() && forgets === this.forgets) {
       if (this.cached.size >= (this.tokenCache.max ?? 10_000)) this.cached.delete(this.cached.keys().next().value!);
