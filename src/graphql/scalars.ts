@@ -1,8 +1,9 @@
 import { GraphQLScalarType } from 'graphql';
 import { GraphQLDateTime, GraphQLDateTimeISO } from 'graphql-scalars';
 
-const TWO = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
-const THREE = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+/** The character codes of 0-99's tens digit and units digit. */
+const TENS = Array.from({ length: 100 }, (_, i) => 48 + ((i / 10) | 0));
+const UNITS = Array.from({ length: 100 }, (_, i) => 48 + (i % 10));
 /** 1000-01-01T00:00:00.000Z and 10000-01-01T00:00:00.000Z: four-digit years, where `isoString` does the work itself. */
 const FROM = Date.UTC(1000, 0, 1);
 const UNTIL = Date.UTC(10000, 0, 1);
@@ -11,8 +12,10 @@ const DAY = 86_400_000;
 /**
  * `date.toISOString()`, the same text, worked out in arithmetic (the proleptic Gregorian calendar,
  * days to year, month and day as in Howard Hinnant's `civil_from_days`): about a fifth of V8's cost
- * on these machines, where a list of 20 deployments formats 60 of them. Years outside 1000-9999
- * are left to `toISOString`.
+ * on these machines, where a list of 20 deployments formats 60 of them. The text is made in one
+ * piece from its characters' codes: a template of its parts would allocate a string for each
+ * part joined (about 400 bytes of garbage a value, 24 KB a list). Years outside 1000-9999 are
+ * left to `toISOString`.
  */
 export function isoString(date: Date): string {
   const ms = date.getTime();
@@ -34,7 +37,15 @@ export function isoString(date: Date): string {
   const day = dayOfYear - (((153 * shifted + 2) / 5) | 0) + 1;
   const month = shifted < 10 ? shifted + 3 : shifted - 9;
   const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
-  return `${year}-${TWO[month]}-${TWO[day]}T${TWO[hour]}:${TWO[minute]}:${TWO[second]}.${THREE[milli]}Z`;
+  const century = (year / 100) | 0;
+  const ofCentury = year - century * 100;
+  const centis = (milli / 10) | 0;
+  // prettier-ignore
+  return String.fromCharCode(
+    TENS[century], UNITS[century], TENS[ofCentury], UNITS[ofCentury], 45, TENS[month], UNITS[month], 45, TENS[day], UNITS[day],
+    84, TENS[hour], UNITS[hour], 58, TENS[minute], UNITS[minute], 58, TENS[second], UNITS[second],
+    46, TENS[centis], UNITS[centis], 48 + (milli - centis * 10), 90,
+  );
 }
 
 /** RFC 3339 timestamps in, ISO 8601 UTC with milliseconds out (`2026-11-20T12:00:00.000Z`). */

@@ -86,6 +86,8 @@ const printSelection = (selection: Selection): string =>
 
 function presentValue(spec: FieldSpec, value: unknown): unknown {
   if (value === null || value === undefined) return null;
+  // A plain value, or a list of them, is presented as the operation gave it (no copy).
+  if (!spec.resource && !spec.enum) return value;
   if (Array.isArray(value)) return value.map((v) => presentValue(spec, v));
   if (spec.resource) return spec.resource.present(value);
   if (spec.enum && typeof value === 'string') return value.toLowerCase();
