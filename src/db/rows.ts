@@ -80,8 +80,8 @@ export function entityRows<T extends ObjectLiteral>(ds: DataSource, target: Enti
  * TypeORM's query runner: for the hottest reads, where pg's row objects (the columns' names
  * spread into a new object for every row) and the runner's awaited events cost more than
  * hydrating the entities (without them a list request spends 14 % less CPU, docs/benchmarks.md).
- * A `prepared` statement runs as one. The statement is logged as TypeORM logs it; a connection that broke is
- * dropped, not handed to the next caller.
+ * A `prepared` statement runs as one. The statement is logged as TypeORM logs it; a connection
+ * that broke is dropped, not handed to the next caller.
  */
 export async function readArrays(ds: DataSource, sql: string, params: unknown[]): Promise<unknown[][]> {
   ds.logger.logQuery(sql, params);
