@@ -1,6 +1,7 @@
 /**
- * The benchmarks' database and rows: a fresh database on DATABASE_URL's server (else an embedded
- * PostgreSQL), and the deployments and eggs they seed (bench/run.ts, bench/inproc.ts).
+ * The benchmarks' database, gateway settings and rows: a fresh database on DATABASE_URL's server
+ * (else an embedded PostgreSQL), what every benchmark's gateway runs with, and the deployments and
+ * eggs they seed (bench/run.ts, bench/inproc.ts).
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -41,6 +42,26 @@ export async function openBenchDb(tmp: string): Promise<BenchDb> {
   }
   const embedded: EmbeddedPostgres = await startEmbeddedPostgres(path.join(tmp, 'db'));
   return { url: embedded.url, where: `embedded PostgreSQL in ${tmp}`, drop: () => embedded.stop() };
+}
+
+/**
+ * The settings every benchmark's gateway starts with (a phase adds or overrides its own): its own
+ * ports and data directory on `db`, no job queue and no cron ticks, no runtime lines on a timer,
+ * rate limits far above what one benchmark token sends.
+ */
+export function benchGatewayEnv(db: BenchDb, tmp: string): Record<string, string> {
+  return {
+    HATCHERY_ROUTER_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    HATCHERY_DATA_DIR: path.join(tmp, 'data'),
+    HATCHERY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    HATCHERY_JOBS: 'off',
+    HATCHERY_CRON_TICK_MS: '0',
+    HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
+    HATCHERY_RATE_LIMIT_PER_MIN: '100000000',
+    HATCHERY_RATE_LIMIT_ANON_PER_MIN: '100000000',
+  };
 }
 
 export function deploymentRow(appId: string, userId: string, at: Date, slug: string): Deployment {

@@ -26,7 +26,7 @@ import { createLogger } from '../src/log';
 import { App } from '../src/modules/apps/app.entity';
 import { Deployment } from '../src/modules/deployments/deployment.entity';
 import { startBaselineHttp } from './baseline';
-import { appRow, BenchDb, deploymentRow, openBenchDb } from './db';
+import { appRow, BenchDb, benchGatewayEnv, deploymentRow, openBenchDb } from './db';
 
 const WINDOWS = Number(process.env.BENCH_INPROC_WINDOWS ?? 6);
 const PER_WINDOW = Number(process.env.BENCH_INPROC_REQUESTS ?? 4000);
@@ -46,21 +46,7 @@ async function main() {
   let bare: Awaited<ReturnType<typeof startBaselineHttp>> | null = null;
   try {
     db = await openBenchDb(tmp);
-    gateway = buildApp(
-      loadConfig({
-        HATCHERY_ROUTER_PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: db.url,
-        HATCHERY_DATA_DIR: path.join(tmp, 'data'),
-        HATCHERY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-        HATCHERY_JOBS: 'off',
-        HATCHERY_CRON_TICK_MS: '0',
-        HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
-        HATCHERY_RATE_LIMIT_PER_MIN: '100000000',
-        HATCHERY_RATE_LIMIT_ANON_PER_MIN: '100000000',
-      }),
-      { logger: createLogger('info', pino.destination({ dest: '/dev/null', sync: true })) },
-    );
+    gateway = buildApp(loadConfig(benchGatewayEnv(db, tmp)), { logger: createLogger('info', pino.destination({ dest: '/dev/null', sync: true })) });
     await gateway.start(0);
     const { user, token } = await gateway.services.accounts.createUser(`inproc-${randomBytes(3).toString('hex')}@example.com`);
     const t0 = Date.now() - 3_600_000;

@@ -22,7 +22,7 @@ import { Collaborator } from '../src/modules/apps/collaborator.entity';
 import { Cron } from '../src/modules/crons/cron.entity';
 import { Deployment } from '../src/modules/deployments/deployment.entity';
 import { LogType } from '../src/modules/deployments/log-line.entity';
-import { appRow, BenchDb, deploymentRow, openBenchDb } from './db';
+import { appRow, BenchDb, benchGatewayEnv, deploymentRow, openBenchDb } from './db';
 import { bareInsert, ingestMessage, startBaselineHttp, startBaselineWs } from './baseline';
 import { DRAIN, drainPhase } from './drain';
 import { autocannon as loadTarget, children, HttpResult, HttpTarget, startLoad } from './load-process';
@@ -1246,16 +1246,10 @@ async function main() {
     log(`database: ${db.where}`);
     const counter = { n: 0, on: false };
     const config = loadConfig({
-      HATCHERY_ROUTER_PORT: '0',
-      HOST: '127.0.0.1',
-      DATABASE_URL: db.url,
-      HATCHERY_DATA_DIR: path.join(tmp, 'data'),
-      HATCHERY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      HATCHERY_JOBS: 'off',
-      HATCHERY_CRON_TICK_MS: '0', // the cron phase starts the scheduler itself
+      // No cron ticks among them: the cron phase starts the scheduler itself.
+      ...benchGatewayEnv(db, tmp),
       HATCHERY_SIM_BUILD_MS: '0',
       HATCHERY_SIM_COMMAND_MS: '0',
-      HATCHERY_SIM_RUNTIME_LOG_MS: '3600000',
       HATCHERY_ENERGY_FREE_DAILY: '1000000',
       HATCHERY_ENERGY_FREE_WEEKLY: '10000000',
       // Abuse limits stay on, but far above what one benchmark token sends.

@@ -29,8 +29,6 @@ export class EntityRows<T extends ObjectLiteral> {
     ds: DataSource,
     target: EntityTarget<T>,
     readonly alias: string,
-    /** Names each selected column `<as><column>`: another table's columns joined in, apart from the main one's. */
-    as = '',
   ) {
     const meta = ds.getMetadata(target);
     if (meta.embeddeds.length) throw new Error(`EntityRows: ${meta.name} has embedded columns`);
@@ -43,7 +41,7 @@ export class EntityRows<T extends ObjectLiteral> {
     });
     this.properties = columns.map(([, property]) => property);
     this.width = columns.length;
-    this.select = columns.map(([column]) => (as ? `${alias}."${column}" AS "${as}${column}"` : `${alias}."${column}"`)).join(', ');
+    this.select = columns.map(([column]) => `${alias}."${column}"`).join(', ');
     this.create = () => meta.create(undefined, { fromDeserializer: true }) as T;
   }
 
@@ -64,14 +62,14 @@ export class EntityRows<T extends ObjectLiteral> {
 
 const cache = new WeakMap<DataSource, Map<unknown, EntityRows<ObjectLiteral>>>();
 
-/** The `EntityRows` of `target` on `ds` with `alias` (and `as`, see the class), worked out on first use. */
-export function entityRows<T extends ObjectLiteral>(ds: DataSource, target: EntityTarget<T>, alias: string, as = ''): EntityRows<T> {
+/** The `EntityRows` of `target` on `ds` with `alias`, worked out on first use. */
+export function entityRows<T extends ObjectLiteral>(ds: DataSource, target: EntityTarget<T>, alias: string): EntityRows<T> {
   let byTarget = cache.get(ds);
   if (!byTarget) cache.set(ds, (byTarget = new Map<unknown, EntityRows<ObjectLiteral>>()));
   // Our callers pass entity classes (or their names); anything else would share one key.
-  const key = `${alias}:${as}:${typeof target === 'function' ? target.name : typeof target === 'string' ? target : 'entity'}`;
+  const key = `${alias}:${typeof target === 'function' ? target.name : typeof target === 'string' ? target : 'entity'}`;
   let rows = byTarget.get(key);
-  if (!rows) byTarget.set(key, (rows = new EntityRows(ds, target, alias, as) as unknown as EntityRows<ObjectLiteral>));
+  if (!rows) byTarget.set(key, (rows = new EntityRows(ds, target, alias) as unknown as EntityRows<ObjectLiteral>));
   return rows as unknown as EntityRows<T>;
 }
 

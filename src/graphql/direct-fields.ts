@@ -30,15 +30,16 @@ export function callFieldResolversDirectly(schema: GraphQLSchema, resolverClasse
     if (resolver.kind !== 'external' || !resolverClasses.includes(resolver.target as Class)) continue;
     if (resolver.middlewares?.length || resolver.roles?.length) continue;
     const params = [...(resolver.params ?? [])].sort((a, b) => a.index - b.index);
-    if (params.some((p, i) => p.index !== i || !((p.kind === 'root' || p.kind === 'context') && p.propertyName === undefined))) continue;
+    // The root and the context, whole, in either order, and nothing else.
+    const kinds = params.map((p) => p.kind).join(',');
+    if (kinds !== 'root' && kinds !== 'root,context' && kinds !== 'context,root') continue;
+    if (params.some((p, i) => p.index !== i || ((p.kind === 'root' || p.kind === 'context') && p.propertyName !== undefined))) continue;
     const objectClass = resolver.getObjectType?.();
     const typeName = storage.objectTypes.find((o) => o.target === objectClass)?.name;
     const type = typeName ? schema.getType(typeName) : undefined;
     if (!isObjectType(type)) continue;
     const field = type.getFields()[resolver.schemaName];
     if (!field?.resolve || field.args.length) continue;
-    const kinds = params.map((p) => p.kind).join(',');
-    if (kinds !== 'root' && kinds !== 'root,context' && kinds !== 'context,root') continue;
     const target = resolver.target as Class;
     let self = instances.get(target);
     if (!self) instances.set(target, (self = new (target as unknown as new () => Record<string, Method>)()));

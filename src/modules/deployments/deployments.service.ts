@@ -412,7 +412,7 @@ export class DeploymentsService {
       where.push(`d.app_id IN ${visibleAppIds(`$${params.push(actor.user.id)}`)}`);
     }
     if (args.status) where.push(`d.status = $${params.push(args.status)}`);
-    const joined = withApp ? { rows: entityRows(this.ds, App, 'ja', 'ja__'), join: 'JOIN apps ja ON ja.id = d.app_id', each: withApp } : null;
+    const joined = withApp ? { rows: entityRows(this.ds, App, 'ja'), join: 'JOIN apps ja ON ja.id = d.app_id', each: withApp } : null;
     return pageByIdDescSql(this.ds, entityRows(this.ds, Deployment, 'd'), 'dep', { from: 'deployments d', where, params, joined }, args);
   }
 
